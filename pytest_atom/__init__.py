@@ -1,20 +1,16 @@
 """pytest-atom: test autonomous Claude Code agents like software.
 
-The public API is what a test or plugin author types: the names in `__all__` here, grouped
-in `_GROUPS` as the Python API page shows them (docs/hooks.py generates that page), and the
-names in `__all__` of each module in `PUBLIC_MODULES` (`pytest_atom.errors`,
-`pytest_atom.history`, `pytest_atom.replay`, ...). Every other module and name is private:
-it may change in any release. tests/api/test_public_api.py holds the page, the names and
-every import the docs and examples show to that.
+The public API is the names in `__all__` here, grouped in `_GROUPS` as the Python API page
+shows them (docs/hooks.py), and the names in `__all__` of each of `PUBLIC_MODULES`. Every
+other module and name is private: it may change in any release.
 
-Names load on first use (PEP 562), so `import pytest_atom`, `atom --help` or a pytest run
-without ``--atom`` does not pay for the gateway, jsonschema and httpx; the imports under
-TYPE_CHECKING are the same names for type checkers (a test holds the two equal).
+Names load on first use (PEP 562), so `import pytest_atom` or a pytest run without
+``--atom`` does not pay for the gateway, jsonschema and httpx; the imports under
+TYPE_CHECKING are the same names for type checkers.
 
-Names that moved to a public module (each error to `pytest_atom.errors`, the gateway's to
-`pytest_atom.gateway`, ...) still import from here, with a DeprecationWarning naming their
-home (`_MOVED`). The atom loop's names (`AtomRuntime`, ...) are `pytest_atom.legacy`'s and
-import from here quietly (`_LEGACY`), as code written against 0.1 does.
+Names that moved to a public module still import from here, with a DeprecationWarning
+naming their home (`_MOVED`); the atom loop's names (`pytest_atom.legacy`) import from here
+quietly (`_LEGACY`), as code written against 0.1 does.
 """
 
 from __future__ import annotations
@@ -27,9 +23,8 @@ from pytest_atom.errors import AtomError
 
 __version__ = "0.1.0"
 
-#: The public names, by what an author does with them: each group's title, what it is for,
-#: and each name with the module (under pytest_atom) that defines it. A name that is its
-#: module (`hooks`) is the module itself.
+#: The public names by group: its title, what it is for, and each name with the module
+#: (under pytest_atom) that defines it (a name that is its module is the module itself).
 _GROUPS: dict[str, tuple[str, dict[str, str]]] = {
     "Specs": (
         "Load and read `*.atom.yaml` specs.",
@@ -112,8 +107,8 @@ PUBLIC_MODULES = (
     "pytest_atom.legacy",
 )
 
-#: Names this module exported before 0.2, and their public module now (every error but
-#: `AtomError` too: `pytest_atom.errors`).
+#: Names this module exported before 0.2, and their public module now (every error's:
+#: `pytest_atom.errors`).
 _MOVED = {
     "Billed": "pytest_atom.cost",
     "billed": "pytest_atom.cost",
@@ -126,7 +121,6 @@ _MOVED = {
     "write_spec": "pytest_atom.importing",
 }
 
-#: The atom loop's names, importable from here as before but not public: `pytest_atom.legacy`.
 _LEGACY = {
     "AtomRuntime": "loop",
     "ClaudeRunner": "agents.claude_code.runner",

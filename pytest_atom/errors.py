@@ -36,18 +36,14 @@
             ├── ClaudeNotFoundError        no usable `claude` binary
             └── SandboxUnavailableError    Claude Code's sandbox cannot run here
 
-Signals that never leave the module that raises them derive from `AtomError` too, but live
-beside their one raiser: `gateway.server.AbortReply`, `replay.cassette.Malformed`,
-`replay.fastyaml._Unusual`, `run.execution.SetupFailed`, and
-the test outcomes `pytest.items.SpecFailed`, `ReplayError`, `UpstreamFailed` and
-`SnapshotMismatch` (they carry a `SpecResult`, which this ground-floor module cannot name).
+Signals that never leave the module that raises them (`gateway.server.AbortReply`, the
+test outcomes of `pytest.items`, ...) derive from `AtomError` too, but live beside their one
+raiser.
 
 Where to add: a new concept's error goes here, under `AtomError` (or `HarnessError` when it
-means "the harness could not run the spec"), with its place in the drawing above;
-`tests/errors/test_errors.py` finds every exception class in the package and refuses one
-that does not derive from `AtomError`. A class keeps the standard base it had
-(`class X(AtomError, ValueError)`) where callers catch it by that base. str() of each is the
-whole user-facing message.
+means "the harness could not run the spec"), with its place in the drawing above. A class
+keeps the standard base callers catch it by (`class X(AtomError, ValueError)`). str() of
+each is the whole user-facing message.
 """
 
 from __future__ import annotations
@@ -56,39 +52,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_atom.paths import display_path
-
-__all__ = [
-    "AgentUnavailableError",
-    "AtomError",
-    "BaselineError",
-    "BisectError",
-    "CalibrationError",
-    "CassetteError",
-    "CheckError",
-    "ClaudeNotFoundError",
-    "ConfigError",
-    "EnvError",
-    "ExpansionError",
-    "FileError",
-    "HarnessError",
-    "HistoryError",
-    "LinkOutsideError",
-    "PlannerError",
-    "PromptNotFoundError",
-    "RecordingError",
-    "ReflectorError",
-    "SandboxUnavailableError",
-    "ScriptError",
-    "SessionError",
-    "SettingsError",
-    "SpecError",
-    "SpecialFileError",
-    "SpendingLimitReached",
-    "StructuredSessionError",
-    "UpstreamUnreachable",
-    "WorkspaceError",
-    "YamlDocError",
-]
 
 
 class AtomError(Exception):
@@ -124,12 +87,8 @@ class FileError(AtomError):
 
 
 class SpecError(FileError):
-    """A spec file that cannot be used; str() is the full user-facing message.
-
-    A file with several schema errors raises one SpecError for the first (by line), whose
-    `more` holds the others: str() names each on its own line, with its place and fix, so
-    one run shows them all instead of one per run.
-    """
+    """A spec file that cannot be used. A file with several schema errors raises one for
+    the first, whose `more` holds the others: str() names each on its own line."""
 
     more: tuple[SpecError, ...] = ()
 
@@ -142,9 +101,7 @@ class SettingsError(AtomError, ValueError):
 
 
 class ConfigError(FileError, SettingsError):
-    """A config file that cannot be used; str() is the full user-facing message.
-
-    A `SettingsError` too: the file holds the project's settings, so a front end catches
+    """A config file that cannot be used; a `SettingsError` too, so a front end catches
     "the settings cannot be used" as one class, wherever they were set."""
 
     def __init__(
@@ -165,8 +122,7 @@ class EnvError(AtomError, ValueError):
 
 
 class ExpansionError(AtomError, ValueError):
-    """Text whose ``${...}`` cannot be expanded (`settings.interpolate`); the caller names the
-    file and key it came from."""
+    """Text whose ``${...}`` cannot be expanded; the caller names the file and key."""
 
 
 class YamlDocError(AtomError):
@@ -178,15 +134,14 @@ class YamlDocError(AtomError):
 
 
 class SessionError(AtomError, ValueError):
-    """A file `atom import` cannot read or will not import; the message names file, line and why."""
+    """A file `atom import` cannot read or will not import."""
 
 
 # --- a run's own refusals --------------------------------------------------------------------
 
 
 class BisectError(AtomError):
-    """`atom bisect` cannot go on: a release npm does not list or cannot install, a spec
-    with nothing to replay, a replay the harness could not run; the message says the fix."""
+    """`atom bisect` cannot go on; the message says the fix."""
 
 
 class CheckError(AtomError):
@@ -202,13 +157,11 @@ class BaselineError(AtomError):
 
 
 class CalibrationError(FileError):
-    """A labelled sample or a stored calibration (specs/calibration/<spec>/) that cannot be
-    used, or a run a sample cannot be taken from: the file, and what to do."""
+    """A labelled sample, a stored calibration or a run a sample cannot be taken from."""
 
 
 class HistoryError(AtomError):
-    """A history store that cannot be opened, read or written, or a run it does not hold;
-    the message names the store and the fix."""
+    """A history store that cannot be used, or a run it does not hold."""
 
 
 class PromptNotFoundError(AtomError, FileNotFoundError):
@@ -222,37 +175,34 @@ class PromptNotFoundError(AtomError, FileNotFoundError):
 
 
 class SpecialFileError(AtomError, OSError):
-    """A device, FIFO or socket where the harness copies files: never opened, never
-    copied (a character device such as /dev/zero would be read forever)."""
+    """A device, FIFO or socket where the harness copies files: never opened (/dev/zero
+    would be read forever)."""
 
 
 class LinkOutsideError(AtomError, OSError):
-    """A link in a folder of the project being copied into a run that leads outside the
-    project: what it names is never copied where the agent can read it."""
+    """A link out of the project being copied into a run: never copied where the agent
+    can read it."""
 
 
 # --- the harness could not run the spec --------------------------------------------------------
 
 
 class HarnessError(AtomError):
-    """The harness could not run the spec at all (as opposed to the agent failing it).
-
-    `run_spec` raises it, or one of its subclasses, or an OSError: front ends catch
-    ``(HarnessError, OSError)`` and report the harness's failure, never the agent's."""
+    """The harness could not run the spec at all: front ends catch ``(HarnessError,
+    OSError)`` and report the harness's failure, never the agent's."""
 
 
 class CassetteError(HarnessError):
-    """A cassette that cannot be read; the message names the file and what to do."""
+    """A cassette that cannot be read."""
 
 
 class RecordingError(HarnessError):
-    """A spec cannot run in the requested record mode; the message says what to run."""
+    """A spec cannot run in the requested record mode."""
 
 
 class UpstreamUnreachable(RecordingError):
-    """The upstream a recording forwards to cannot be connected to: no spec of the session
-    can record from it, so the front end stops the session (`replay.reachable`), saying
-    `headline` (the upstream and what it did) where it says why it stopped."""
+    """The recording's upstream cannot be connected to: the front end stops the session,
+    saying `headline` (the upstream and what it did)."""
 
     def __init__(self, message: str, headline: str) -> None:
         super().__init__(message)
@@ -260,26 +210,24 @@ class UpstreamUnreachable(RecordingError):
 
 
 class ScriptError(HarnessError):
-    """A script file that cannot be played; the message names file, line and fix."""
+    """A script file that cannot be played."""
 
 
 class WorkspaceError(HarnessError, OSError):
-    """The workspace could not be copied (git failed, a ref is unknown) or run (its own
-    settings declare hooks the sandbox cannot hold): the harness's failure, never the
-    agent's; an OSError, so callers report it as one."""
+    """The workspace could not be copied (git failed, a ref is unknown) or run (hooks the
+    sandbox cannot hold)."""
 
 
 class PlannerError(HarnessError):
-    """The planner session gave no answer at all: a harness error, not a bad plan."""
+    """The planner session gave no answer at all (not a bad plan)."""
 
 
 class ReflectorError(HarnessError):
-    """The reflector did not give a usable verdict: a harness error, not a verdict."""
+    """The reflector did not give a usable verdict."""
 
 
 class StructuredSessionError(HarnessError):
-    """A structured session (the reflector's, the planner's) gave no answer: the
-    harness's error, not a verdict."""
+    """A structured session (the reflector's, the planner's) gave no answer."""
 
 
 class AgentUnavailableError(HarnessError, FileNotFoundError):
@@ -287,8 +235,16 @@ class AgentUnavailableError(HarnessError, FileNotFoundError):
 
 
 class ClaudeNotFoundError(AgentUnavailableError):
-    """No usable `claude` binary; the message says how to install the pinned one."""
+    """No usable `claude` binary."""
 
 
 class SandboxUnavailableError(AgentUnavailableError):
-    """The sandbox cannot run here; the message says how to install it or how to opt out."""
+    """The sandbox cannot run here."""
+
+
+#: Every class here is public: the drawing above names each (tests/errors holds the two equal).
+__all__ = sorted(
+    name
+    for name, value in dict(globals()).items()
+    if isinstance(value, type) and issubclass(value, AtomError)
+)

@@ -1,10 +1,8 @@
 """What an agent did, as one stream of typed events: the one place Claude Code's output is parsed.
 
-``claude -p --output-format stream-json --verbose`` prints one JSON object a line. Everything
-the rest of the product knows about a session (the run record, budgets, ``atom run``'s
-progress, transcripts, traces, reports and trajectory checks) comes from the events
-`parse_line` makes of those lines, so a change in the CLI's output is met here once. The
-events name no Claude Code type: another kind of agent yields the same ones.
+``claude -p --output-format stream-json --verbose`` prints one JSON object a line; all the
+product knows about a session comes from the events `parse_line` makes of them, so a change
+in the CLI's output is met here once. Another kind of agent yields the same events.
 
 What Claude Code 2.1.197 and 2.1.331 print (tests/data/stream_json holds captures of both):
 
@@ -70,12 +68,9 @@ class SessionStarted:
 
 @dataclass(frozen=True)
 class MessageUsage:
-    """A part of a model answer arrived, with the answer's usage as it started.
-
-    Every part of an answer carries the same `message_id`: a budget counts a turn once, a
-    transcript starts a turn when the id changes. `subagent` is the id of the tool call that
-    started the subagent this answer belongs to; None: the main session.
-    """
+    """A part of a model answer arrived, with the answer's usage as it started. Every part
+    of an answer carries the same `message_id`; `subagent` is the id of the tool call that
+    started the subagent this answer belongs to (None: the main session)."""
 
     message_id: str
     usage: Mapping[str, Any] = field(default_factory=dict, hash=False)
@@ -154,7 +149,6 @@ class ApiRetry:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """As a run record lists it (the CLI's own key names)."""
         return asdict(self)
 
 
@@ -214,12 +208,8 @@ Event = (
 
 def flatten_tool_result(content: Any) -> str:
     """A tool result's content as one text: a string as is, a block list's texts joined by
-    newlines (empty ones left out), any other block as ``[its type]`` (``[image]``).
-
-    The one normal form for records, transcripts, progress and replay matching alike: the
-    CLI sends the same result as a string or as ``[text]`` blocks from release to release,
-    and both must read the same.
-    """
+    newlines, any other block as ``[its type]`` (``[image]``). The one normal form: the CLI
+    sends the same result as a string or as ``[text]`` blocks from release to release."""
     if isinstance(content, list):
         parts = (
             str(b.get("text", "")) if b.get("type", "text") == "text" else f"[{b.get('type')}]"
@@ -252,8 +242,7 @@ def decode(line: str) -> dict[str, Any] | None:
 
 
 def parse_event(raw: Mapping[str, Any]) -> list[Event]:
-    """The events of one decoded stream-json object: what ``on_event`` callbacks receive of
-    the agent (the harness's own are `results.harness_events`)."""
+    """The events of one decoded stream-json object."""
     kind = raw.get("type")
     if kind == "assistant":
         return _assistant(raw)
@@ -266,9 +255,8 @@ def parse_event(raw: Mapping[str, Any]) -> list[Event]:
     return []
 
 
-def _message(raw: Mapping[str, Any]) -> Mapping[str, Any]:
-    message = raw.get("message")
-    return message if isinstance(message, Mapping) else {}
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
 
 
 def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -290,18 +278,11 @@ _anonymous = iter(range(1, 1 << 62))
 
 
 def _assistant(raw: Mapping[str, Any]) -> list[Event]:
-    message = _message(raw)
+    message = _mapping(raw.get("message"))
     subagent = _str(raw.get("parent_tool_use_id")) or None
     message_id = str(message.get("id") or f"#{raw.get('uuid') or next(_anonymous)}")
-    usage = message.get("usage")
-    events: list[Event] = [
-        MessageUsage(
-            message_id,
-            dict(usage) if isinstance(usage, Mapping) else {},
-            _str(message.get("model")),
-            subagent,
-        )
-    ]
+    usage = _mapping(message.get("usage"))
+    events: list[Event] = [MessageUsage(message_id, usage, _str(message.get("model")), subagent)]
     if isinstance(raw.get("error"), str):
         events.append(AgentError(raw["error"], subagent))
     for block in _blocks(message):
@@ -333,7 +314,7 @@ def _user(raw: Mapping[str, Any]) -> list[Event]:
             bool(block.get("is_error")),
             subagent,
         )
-        for block in _blocks(_message(raw))
+        for block in _blocks(_mapping(raw.get("message")))
         if block.get("type") == "tool_result"
     ]
 
@@ -416,27 +397,18 @@ def _result(raw: Mapping[str, Any]) -> Result:
 
 
 def _call_figures(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], float]:
-    """The main session's usage, and this call's per-model usage and cost.
-
-    From 2.1.330 on, ``modelUsage`` and ``total_cost_usd`` are the session's running totals
-    (earlier calls of a resumed session included) and ``model_usage_since_last_result`` this
-    call's share; 2.1.197 has no such key, and its figures are per call.
-    """
-    usage = raw.get("usage")
-    main_usage = dict(usage) if isinstance(usage, Mapping) else {}
+    """The main session's usage, and this call's per-model usage and cost: from 2.1.330 on,
+    ``modelUsage`` and ``total_cost_usd`` are a resumed session's running totals and
+    ``model_usage_since_last_result`` this call's share; 2.1.197's figures are per call."""
+    main_usage = _mapping(raw.get("usage"))
     this_call = raw.get("model_usage_since_last_result")
+    given = _mapping(this_call if isinstance(this_call, Mapping) else raw.get("modelUsage"))
+    models = {k: v for k, v in given.items() if isinstance(v, Mapping)}
     if isinstance(this_call, Mapping):
-        models = {k: v for k, v in this_call.items() if isinstance(v, Mapping)}
         return (
             main_usage,
             models,
             sum((float(v.get("costUSD") or 0.0) for v in models.values()), 0.0),
         )
-    per_model = raw.get("modelUsage")
-    models = (
-        {k: v for k, v in per_model.items() if isinstance(v, Mapping)}
-        if isinstance(per_model, Mapping)
-        else {}
-    )
     cost = raw.get("total_cost_usd")
     return main_usage, models, float(cost) if isinstance(cost, (int, float)) else 0.0

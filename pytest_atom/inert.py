@@ -1,14 +1,10 @@
 """Run text made inert before it reaches a terminal, a report or a file name.
 
-What a run shows comes from places nobody vouches for: the agent's text, the output of its
-tools and of the checks, the reflector's feedback, a cassette from a pull request, a spec
-file's name. Any of them may carry terminal control sequences: an OSC that sets the window
-title or writes the clipboard (``ESC ] 52``), a CSI that clears the screen or hides text, a
-DCS, a C1 control, a lone carriage return that overwrites the line before it. `inert`
-shows every such character as its ``\\xNN`` escape, so the sequence is printed as text a
-person reads and the terminal acts on none of it. It is the one place that decides this:
-the failure report, the summary, `atom run`, `atom cassette show`, `atom view`, pytest's
-node ids (and so JUnit XML) and run-folder names all call it.
+What a run shows comes from places nobody vouches for (the agent's text, its tools' output,
+a cassette from a pull request, a spec file's name), and any may carry terminal control
+sequences: an OSC that writes the clipboard (``ESC ] 52``), a CSI that hides text, a lone
+carriage return that overwrites the line before it. `inert` shows every such character as
+its ``\\xNN`` escape, so the terminal acts on none of it: the one place that decides this.
 """
 
 from __future__ import annotations
@@ -33,5 +29,4 @@ def inert(text: str) -> str:
 
 
 def is_inert(text: str) -> bool:
-    """True when `inert` would leave `text` as it is (no control character in it)."""
     return _CONTROL.search(text) is None

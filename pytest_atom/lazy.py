@@ -1,10 +1,8 @@
 """A package's public names, each loaded from its module on first use (PEP 562).
 
-A public package (`pytest_atom.history`, `replay`, ...) lists its names once, in
-``_EXPORTS`` (name → the module that defines it: one of the package's, or a full
-``pytest_atom.`` path), and imports them again under ``TYPE_CHECKING`` for type checkers;
-``tests/api`` holds the two lists equal. Loading on first use keeps importing the package,
-or one of its modules, from importing every other module it names.
+A public package lists its names once, in ``_EXPORTS`` (name → the module that defines it:
+one of the package's, or a full ``pytest_atom.`` path), and imports them again under
+``TYPE_CHECKING`` for type checkers, so importing it does not import every module it names.
 """
 
 from __future__ import annotations
@@ -12,8 +10,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
-
-__all__ = ["exports"]
 
 
 def exports(

@@ -13,16 +13,13 @@ SPEC_SUFFIX = ".atom.yaml"
 
 def default_spec_name(file: Path | str) -> str:
     """The name of a spec that writes no `name:`: its file's name without `SPEC_SUFFIX` (a
-    file of another suffix, its stem). The loader names specs by it, and so does what must
-    find a spec's files by its name without loading it (the calibration folder a workspace
-    copy leaves out)."""
+    file of another suffix, its stem)."""
     name = Path(file).name
     return name[: -len(SPEC_SUFFIX)] if name.endswith(SPEC_SUFFIX) else Path(name).stem
 
 
 def user_cache() -> Path:
-    """pytest-atom's per-user cache: ``$XDG_CACHE_HOME/pytest-atom`` (``~/.cache`` without
-    it). The Claude Code releases, the sandbox runtime and cached set-ups live side by side."""
+    """pytest-atom's per-user cache: ``$XDG_CACHE_HOME/pytest-atom`` (``~/.cache`` without it)."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-atom"
 
 
@@ -62,9 +59,8 @@ def cli_slug(path: Path | str) -> str:
 
 
 def node_id(path: Path, name: str, rootdir: Path) -> str:
-    """A spec's pytest node id (`specs/x.atom.yaml::name`), so `atom run` names it alike:
-    inert, as `pytest --atom` makes a node id whose file name holds control characters.
-    (Imported here: the plugin loads this module in every pytest run, and needs no more.)"""
+    """A spec's pytest node id (`specs/x.atom.yaml::name`), so `atom run` names it alike,
+    inert as `pytest --atom` makes it."""
     from pytest_atom.inert import inert
 
     return inert(f"{Path(os.path.relpath(path.resolve(), rootdir.resolve())).as_posix()}::{name}")

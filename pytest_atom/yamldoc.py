@@ -1,26 +1,18 @@
 """The one YAML loader for hand-written files, with errors that point at the real cause.
 
-Specs, the project config, scripts, plugin eval cases (``case.yaml`` and Markdown
-frontmatter) and the spec files read for their workspaces are written by hand and read by
-the same three steps: compose nodes (which know their line and column), refuse what would
-blow up, then build data. `load` does all three inside one ``try``, so every PyYAML
-failure, a constructor's included (an unknown ``!tag``), becomes a `YamlDocError` with its
-line and column, and each file kind only wraps that in its own error type (SpecError,
-ConfigError, ScriptError, ...). Cassettes are written by the program, not by hand, and
-keep their own fast reader (`pytest_atom.replay.fastyaml`).
+Specs, the project config, scripts and eval cases are read by the same three steps, in one
+``try`` (`load`): compose nodes (which know their line and column), refuse what would blow
+up, then build data; every PyYAML failure becomes a `YamlDocError` with its line and
+column, which each file kind wraps in its own error type. Cassettes keep their own fast
+reader (`pytest_atom.replay.fastyaml`).
 
-* **Alias bombs.** A YAML alias stands for a whole node, so ten nested anchors of ten
-  aliases each (the "billion laughs") stand for 10**10 nodes in a file of a dozen
-  lines. Every walk over the data (schema validation, building a spec, expanding
-  ``${VAR}``s, writing a request) would take forever. The node graph is measured
-  before anything walks it, in time linear in the file, and a document whose aliases
-  expand it by more than `ALIAS_EXPANSION_LIMIT` nodes is refused. Ordinary anchors
-  (a shared `claude:` block, `<<: *base`) stay far below that.
-* **Error marks.** PyYAML knows two places for a syntax error: where it gave up (the
-  problem mark) and where the construct it was reading began (the context mark). For
-  an unclosed quote or bracket it gives up at the end of the file, so the problem mark
-  alone sends a person to the wrong line; the message names both, and the location
-  given is the one that shows the cause.
+* **Alias bombs.** Ten nested anchors of ten aliases each (the "billion laughs") stand for
+  10**10 nodes in a dozen lines, and every walk over the data would take forever. The
+  node graph is measured first, in time linear in the file, and a document whose aliases
+  expand it by more than `ALIAS_EXPANSION_LIMIT` nodes is refused.
+* **Error marks.** For an unclosed quote or bracket PyYAML gives up at the end of the file
+  (the problem mark), so the location given is where the construct began (the context
+  mark); the message names both.
 """
 
 from __future__ import annotations
@@ -38,11 +30,8 @@ ALIAS_EXPANSION_LIMIT = 10_000
 
 
 def compose(loader: yaml.SafeLoader) -> yaml.Node | None:
-    """The single document of `loader`'s stream as a node graph (None when it is empty).
-
-    Raises YamlDocError for invalid YAML, for more than one document, and for aliases
-    that expand the document beyond `ALIAS_EXPANSION_LIMIT` nodes or into themselves.
-    """
+    """The single document of `loader`'s stream as a node graph (None when it is empty);
+    YamlDocError for invalid YAML, more than one document, or aliases that blow up."""
     try:
         node = loader.get_single_node()
     except yaml.YAMLError as exc:
@@ -85,11 +74,8 @@ def _at(mark: yaml.Mark | None) -> str:
 
 
 def check_aliases(root: yaml.Node, limit: int = ALIAS_EXPANSION_LIMIT) -> None:
-    """Refuse a node graph whose aliases expand it by more than `limit` nodes, or loop.
-
-    Each node's expanded size is computed once (memoized), so this is linear in the
-    number of distinct nodes however large the expansion would be.
-    """
+    """Refuse a node graph whose aliases expand it by more than `limit` nodes, or loop;
+    each node's size is computed once, so this is linear however large the expansion."""
     sizes: dict[int, int] = {}
     nodes: dict[int, yaml.Node] = {}
     references: dict[int, int] = {}
@@ -142,13 +128,8 @@ def load(
     loader_class: type[yaml.SafeLoader] = yaml.SafeLoader,
     build: Callable[[yaml.SafeLoader, yaml.Node], Any] | None = None,
 ) -> tuple[yaml.Node | None, Any]:
-    """The node graph of `text`'s single document and its data (None, None when empty).
-
-    `build` turns the node into data with the loader (a file kind that records where each
-    value sits passes its own); by default the loader constructs the document. Composing
-    and building share one ``try``: any YAML error, an unknown tag's included, is raised as
-    a YamlDocError with its line and column, never as PyYAML's own exception.
-    """
+    """The node graph of `text`'s single document and its data (None, None when empty);
+    `build` turns the node into data (default: the loader constructs the document)."""
     try:  # the reader refuses control characters (an ESC, say) as it is made
         loader = loader_class(text)
     except yaml.YAMLError as exc:
@@ -157,15 +138,13 @@ def load(
         node = compose(loader)
         if node is None:
             return None, None
-        return node, (build or _construct)(loader, node)
+        if build is None:
+            return node, loader.construct_document(node)
+        return node, build(loader, node)
     except yaml.YAMLError as exc:
         raise from_yaml_error(exc) from None
     finally:
         loader.dispose()
-
-
-def _construct(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-    return loader.construct_document(node)
 
 
 def construct(node: yaml.Node) -> Any:

@@ -27,7 +27,7 @@ from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import Verdict
 from pytest_atom.run_folders import parse_run_name, run_name
-from pytest_atom.spec_loader.load import Spec
+from pytest_atom.spec.types import Spec
 from tests.helpers import built_check, summary_row, write
 
 ESC = "\x1b"

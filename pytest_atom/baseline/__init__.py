@@ -7,5 +7,5 @@ measure per spec; `triggers` a trigger suite's precision and recall; `gate` the 
 baseline files.
 
 Where to add: a gated metric is a field in `compare` and its tolerance in
-`pytest_atom.settings.tolerance`; a new statistic goes in `stats`.
+`pytest_atom.settings.parsers`; a new statistic goes in `stats`.
 """

@@ -29,7 +29,7 @@ from pytest_atom.baseline.measure import METRICS, runs_of
 from pytest_atom.errors import BaselineError
 from pytest_atom.results.outcome import OK_LABELS, Outcome
 from pytest_atom.results.rows import SummaryRow, spec_key
-from pytest_atom.settings.tolerance import DEFAULT_TOLERANCE, format_tolerance, parse_tolerance
+from pytest_atom.settings.parsers import DEFAULT_TOLERANCE, format_tolerance, parse_tolerance
 
 __all__ = [
     "BASELINE_FORMAT",

@@ -9,7 +9,7 @@ from pytest_atom.calibration.calibrate import ALPHA, ArmComparison, SpecCalibrat
 from pytest_atom.calibration.variants import CURRENT
 from pytest_atom.judge.calibration import CriterionCalibration, base_name, to_json
 from pytest_atom.paths import display_path
-from pytest_atom.results.verdict import NO_VERDICT
+from pytest_atom.results.outcome import NO_VERDICT
 
 
 def _num(value: float, digits: int = 2) -> str:

@@ -33,8 +33,7 @@ from pytest_atom.history.urls import OFF, store_url
 from pytest_atom.history.write import identity
 from pytest_atom.outcome_cache.input_digest import InputDigest, input_digest
 from pytest_atom.outcome_cache.inputs import Reads, unseen
-from pytest_atom.results.cached import CachedCheck, CachedCriterion, CachedFrom
-from pytest_atom.results.spec_result import SpecResult
+from pytest_atom.results.spec_result import CachedCheck, CachedCriterion, CachedFrom, SpecResult
 
 if TYPE_CHECKING:
     from pytest_atom.settings.config import AtomConfig

@@ -53,8 +53,8 @@ from pytest_atom.replay.staleness import (
     workspace_config,
     workspace_config_changes,
 )
+from pytest_atom.results.drift import ReplayDivergence
 from pytest_atom.results.record import UpstreamFault
-from pytest_atom.results.replay_divergence import ReplayDivergence
 from pytest_atom.settings.modes import DEFAULT_MATCH, SourceKind
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.confinement import outside_message, outside_project

@@ -13,7 +13,7 @@ from pytest_atom.datasets.select import case_properties
 from pytest_atom.environment import left_out
 from pytest_atom.reports.phrases import drift_line, environment_clue_of, step_line
 from pytest_atom.results.verdict import UNFLOORED
-from pytest_atom.settings.tolerance import format_tolerance
+from pytest_atom.settings.parsers import format_tolerance
 from pytest_atom.spec.arms import arm_properties
 
 if TYPE_CHECKING:

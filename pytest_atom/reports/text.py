@@ -24,9 +24,8 @@ from pytest_atom.results.verdict import ADVISORY_WORDS
 from pytest_atom.words import plural, shorten
 
 if TYPE_CHECKING:
-    from pytest_atom.results.cached import CachedFrom
     from pytest_atom.results.record import ToolCall
-    from pytest_atom.results.spec_result import Plan, Rollback, SpecResult
+    from pytest_atom.results.spec_result import CachedFrom, Plan, Rollback, SpecResult
     from pytest_atom.results.verdict import Verdict
 
 _EVIDENCE_LINES = 20

@@ -23,9 +23,8 @@ from pytest_atom.files import shown_content
 from pytest_atom.replay.staleness import spec_hash
 from pytest_atom.replay.transcript import permission_denials
 from pytest_atom.reports.phrases import drift_line
-from pytest_atom.results.cached import CachedFrom
 from pytest_atom.results.record import IterationRecord
-from pytest_atom.results.spec_result import Attempt, Plan, SpecResult, StepResult
+from pytest_atom.results.spec_result import Attempt, CachedFrom, Plan, SpecResult, StepResult
 from pytest_atom.spec.types import CalibrationFloor, Spec
 
 __all__ = [

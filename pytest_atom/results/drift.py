@@ -1,7 +1,6 @@
-"""What Claude Code changed around a replayed conversation that still matched: a run's drift.
-
-`pytest_atom.replay.matching.note_served` fills it request by request; the reports word it
-(`Drift.line`, `Drift.changes`). It is a result, not a reason to fail.
+"""What a replay tolerated and what it could not answer: the run's drift (what Claude Code
+changed around a conversation that still matched, filled by `replay.matching.note_served`:
+a result, not a reason to fail), and each `ReplayDivergence`.
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_atom.words import plural
-
-__all__ = ["ABSENT", "Drift"]
 
 #: A setting the recorded or the live request did not have.
 ABSENT = "(absent)"
@@ -26,17 +23,13 @@ def _short(value: Any, limit: int = 40) -> str:
 
 @dataclass
 class Drift:
-    """What Claude Code changed around a conversation that still matched, summed per run.
-
-    Each part the CLI owns is named when it changed: the model, the tools, the system prompt,
-    its `role: system` messages, the sampling settings, and its own text in the user's
-    messages (system reminders, cache_control). A replay where none changed says nothing.
-    """
+    """What Claude Code changed around a conversation that still matched, summed per run:
+    each part the CLI owns, named when it changed."""
 
     recorded_version: str | None = None
     live_version: str | None = None
-    #: The workspace's own configuration files (`.claude/`, CLAUDE.md) that changed since
-    #: recording: then they, not Claude Code, may be what changed its requests.
+    #: The workspace's own configuration files (`.claude/`, CLAUDE.md) changed since
+    #: recording: they, not Claude Code, may have changed its requests.
     workspace_changed: tuple[str, ...] = ()
     models: dict[str, str] = field(default_factory=dict)  # recorded -> live
     tools_added: set[str] = field(default_factory=set)
@@ -109,11 +102,10 @@ class Drift:
 
     @property
     def versions_differ(self) -> bool:
-        """The cassette was recorded with another Claude Code than replayed it."""
         return bool(self.recorded_version) and self.recorded_version != self.live_version
 
     def line(self) -> str | None:
-        """One line per spec, or None when nothing Claude Code owns changed."""
+        """One line per spec; None when nothing Claude Code owns changed."""
         parts = self.changes()
         if not parts:
             return None
@@ -126,3 +118,30 @@ def _setting(value: Any) -> str:
 
 def _clip(items: list[str], limit: int = 12) -> list[str]:
     return items if len(items) <= limit else [*items[:limit], f"(+{len(items) - limit} more)"]
+
+
+class ReplayDivergence(str):
+    """One request a replay could not match: `detail` describes it, `kind` is the kind of
+    request (``turn``, ``reflector``, ``planner``, … or ``mcp`` for an MCP request the tape
+    lacks), and `cause` the likely cause, given on the first one only."""
+
+    kind: str
+    cause: str | None
+    detail: str
+
+    def __new__(cls, detail: str, kind: str = "turn", cause: str | None = None) -> ReplayDivergence:
+        text = f"{cause}\n{detail}" if cause else detail
+        divergence = super().__new__(cls, text)
+        divergence.kind, divergence.cause, divergence.detail = kind, cause, detail
+        return divergence
+
+    @property
+    def headline(self) -> str:
+        """The first line: the cause where there is one, else the request that diverged."""
+        return self.cause or self.detail.partition("\n")[0]
+
+    @property
+    def agents(self) -> bool:
+        """Whether the agent's own session diverged (an MCP request counts), not only the
+        reflector's input."""
+        return self.kind != "reflector"

@@ -1,9 +1,5 @@
-"""The harness's own progress, as typed events beside the agent's (`events`).
-
-An ``on_event`` callback (`run_spec(on_event=...)`, `atom run`'s progress) receives one
-stream: the agent's events as `events` parses them, and these, which the harness
-emits as a run goes (a set-up, an attempt, its checks and decision, a planner's plan, a
-step, its commit or a rollback). Nothing is passed as a dict to be parsed again.
+"""The harness's own progress, as typed events: an ``on_event`` callback (`run_spec`,
+`atom run`'s progress) receives these and the agent's (`pytest_atom.events`) as one stream.
 """
 
 from __future__ import annotations
@@ -18,21 +14,6 @@ if TYPE_CHECKING:
     from pytest_atom.results.check_result import CheckResult
     from pytest_atom.results.outcome import Decision
     from pytest_atom.results.verdict import Verdict
-
-__all__ = [
-    "AnyEvent",
-    "AttemptStarted",
-    "ChecksRan",
-    "Decided",
-    "HarnessEvent",
-    "OnEvent",
-    "PlanStarted",
-    "Planned",
-    "RolledBack",
-    "SetupStarted",
-    "StepCommitted",
-    "StepStarted",
-]
 
 
 @dataclass(frozen=True)

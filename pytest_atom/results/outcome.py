@@ -1,21 +1,17 @@
 """The outcome of a spec run, decided once: what every front end and report reads.
 
-The scoring model (docs/explanation/reflector.md) decides each attempt (`judge`: proceed, refine or fail); `decide`
-turns a whole run into an `Outcome`: passed, failed or error (the machinery around the
-agent broke: the harness, the replay or the upstream of a recording), with the spec's
-expected-failure reason and why, in a line. The pytest item, its report hook, the summary,
-`atom run`'s exit status, JUnit, baselines and the HTML report all read that one value
-(`SpecResult.outcome`), never their own reading of the figures.
-
-A leaf module: plain values in (`RunFacts`), plain values out, so the results
-(`spec_result.py`) build on it and nothing here imports them.
+The scoring model (docs/explanation/reflector.md) decides each attempt (`judge`: proceed,
+refine or fail); `decide` turns a whole run into an `Outcome`: passed, failed or error (the
+machinery around the agent broke), with why, in a line. Every front end and report reads
+that one value (`SpecResult.outcome`), never its own reading of the figures. Plain values in
+(`RunFacts`), plain values out: nothing here imports the results built on it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from pytest_atom.cost.spend import Crossing
 
@@ -72,15 +68,10 @@ def judge(
 ) -> Decision:
     """``proceed``, ``refine`` or ``fail`` for one attempt (the scoring model).
 
-    A failed deterministic check forces failure whatever the score; so does an agent that
-    never signalled completion. Without criteria there is no verdict and the checks decide.
-    Gated by ``criteria``, every criterion must be met (each by its vote majority) and the
-    score is not read: an unmet one asks for another attempt, with the reflector's feedback.
-
-    An advisory criterion (its judge not calibrated for it: `CriterionVerdict.gates`) never
-    fails an attempt nor asks for another. Once a verdict holds one, its score (which
-    weighs every criterion, the advisory ones too) no longer decides: the gated criteria
-    do, each met, as with ``criteria`` (`effective_gate`); with none gated, the checks do.
+    A failed check, or an agent that never signalled completion, fails whatever the score;
+    without criteria the checks decide. Gated by ``criteria`` (`effective_gate`), every
+    gated criterion must be met by its vote majority and the score is not read; an
+    advisory criterion (`CriterionVerdict.gates`) never fails an attempt nor asks for another.
     """
     if not completed or not all(c.passed for c in checks):
         return "fail"
@@ -102,8 +93,7 @@ def effective_gate(gate: Gate, criteria: Iterable[_Criterion]) -> Gate:
 
 @dataclass(frozen=True)
 class Outcome:
-    """A spec run's outcome. `label` is the word every report shows; `ok` and
-    `exit_status` are what gates read."""
+    """A spec run's outcome: `label` is the word every report shows; gates read `ok`."""
 
     status: Status
     why: str  # one line: the score against the threshold, the check that failed, the error
@@ -113,10 +103,8 @@ class Outcome:
 
     @property
     def label(self) -> str:
-        """passed, failed, error, upstream error, xfailed or xpassed (pytest's words).
-
-        An error is never the expected failure of an xfail spec: the agent was not judged.
-        """
+        """passed, failed, error, upstream error, xfailed or xpassed (pytest's words); an
+        error is never an xfail spec's expected failure: the agent was not judged."""
         if self.status == "error":
             return "upstream error" if self.error == "upstream" else "error"
         if self.xfail is not None:
@@ -142,14 +130,9 @@ class Outcome:
 
     def properties(self) -> dict[str, Any]:
         """As JUnit properties: they carry the outcome across xdist to the summary."""
-        props: dict[str, Any] = {"atom_outcome": self.label, "atom_why": self.why}
-        if self.error is not None:
-            props["atom_error"] = self.error
-        if self.detail is not None:
-            props["atom_outcome_detail"] = self.detail
-        if self.xfail is not None:
-            props["atom_xfail"] = self.xfail
-        return props
+        given = {"error": self.error, "outcome_detail": self.detail, "xfail": self.xfail}
+        props = {f"atom_{key}": value for key, value in given.items() if value is not None}
+        return {"atom_outcome": self.label, "atom_why": self.why, **props}
 
     @classmethod
     def from_properties(cls, props: Mapping[str, Any]) -> Outcome | None:
@@ -157,19 +140,15 @@ class Outcome:
         label = props.get("atom_outcome")
         if not isinstance(label, str):
             return None
-        status: Status = (
-            "error"
-            if props.get("atom_error")
-            else "passed"
-            if label in ("passed", "xpassed")
-            else "failed"
-        )
         error = props.get("atom_error") or None
+        status: Status = (
+            "error" if error else "passed" if label in ("passed", "xpassed") else "failed"
+        )
         xfail = props.get("atom_xfail")
         return cls(
             status,
             str(props.get("atom_why") or ""),
-            error=error if error in ("harness", "replay", "upstream", "spec") else None,
+            error=error if error in get_args(ErrorKind) else None,
             xfail=None if xfail is None else str(xfail),
             detail=props.get("atom_outcome_detail") or None,
         )
@@ -189,11 +168,8 @@ class Outcome:
 
 @dataclass(frozen=True)
 class RunFacts:
-    """The figures of a spec run that decide its outcome, and nothing else.
-
-    `SpecResult.facts` builds it, the one place a result becomes these figures; `decide`
-    reads only this, so the outcome's rules need no result type and a test states a run
-    in the few figures it cares about."""
+    """The figures of a spec run that decide its outcome (`SpecResult.facts` builds it), so
+    a test states a run in the few figures it cares about."""
 
     attempts: int
     decision: Decision
@@ -214,20 +190,15 @@ class RunFacts:
     steps_passed: bool = True
     gate: Gate = "score"
     unmet: Sequence[str] = ()  # the final verdict's unmet criteria, with their votes
-    #: Its unmet advisory criteria: shown in the outcome's why, never failing it (then
-    #: `unmet` holds only the gated ones, and `gate` is the effective one).
-    advisory_unmet: Sequence[str] = ()
+    advisory_unmet: Sequence[str] = ()  # shown in the why, never failing it
 
 
 def decide(facts: RunFacts) -> Outcome:
-    """The one place a run's figures become its outcome (`SpecResult.outcome` calls it).
+    """The one place a run's figures become its outcome.
 
-    The replay first, then the harness, then the spec's own script (it ran out of turns)
-    decide an error: nothing the agent did counts then, and an xfail spec with a broken
-    script is an error, never an expected failure. A pass needs the last attempt's ``proceed``, every step committed and every
-    plan valid. A recording that failed on its upstream is an error, not a failure.
-    Gated by ``criteria``, the verdict is its `unmet` criteria (with their votes), named
-    one by one, not the score.
+    A replay divergence, a harness error, then a broken script decide an error, whatever
+    the agent did (an xfail spec's too). A pass needs the last attempt's ``proceed``, every
+    step committed and every plan valid. A recording failed by its upstream is an error.
     """
     f = facts
     expected = f.xfail or None
@@ -275,8 +246,7 @@ def _verdict(
     unmet: Sequence[str],
     advisory: Sequence[str] = (),
 ) -> str:
-    """The reflector's verdict in a few words: its score, or its unmet criteria (and the
-    unmet advisory ones, which fail nothing)."""
+    """The reflector's verdict in a few words: its score, or its unmet criteria."""
     if score is None:
         return ""
     if gate != "criteria":

@@ -1,16 +1,13 @@
 """What sessions did: the record every agent returns for one call (folded from its typed
 events), a session answered from its cassette, what the atom loop came to, and a fault
-upstream while recording.
-
-It is a result, below the agents, because everything above them reads it (judging, recall,
-traces, the runtime's loop) and none of them should have to import an agent to do so.
+upstream while recording. A result, below the agents: what reads it imports no agent.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -27,9 +24,7 @@ from pytest_atom.events import (
     ToolResult,
     parse,
 )
-from pytest_atom.events import (
-    ToolCall as CallEvent,
-)
+from pytest_atom.events import ToolCall as CallEvent
 from pytest_atom.words import last_words
 
 
@@ -52,8 +47,8 @@ class IterationRecord:
     stderr: str = ""
     texts: list[str] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
-    #: The result event's figures (see pytest_atom.cost.usage): the main session's usage, this
-    #: call's per-model usage of every session (subagents included) and its cost.
+    #: The result event's figures (pytest_atom.cost.usage): the main session's usage, this
+    #: call's per-model usage of every session and its cost.
     usage: dict[str, Any] = field(default_factory=dict)
     model_usage: dict[str, Any] = field(default_factory=dict)
     cost_usd: float = 0.0
@@ -65,8 +60,7 @@ class IterationRecord:
     is_error: bool = False
     timed_out: bool = False
     structured_output: Any = None  # what `--json-schema` made the model return
-    # What the CLI saw from the API: its `api_retry` events (error_status, error, attempt,
-    # retry_delay_ms) and the status of the API error it gave up on, if any.
+    # The CLI's `api_retry` events and the status of the API error it gave up on, if any.
     api_retries: list[dict[str, Any]] = field(default_factory=list)
     api_error_status: int | None = None
     stop_reason: str | None = None  # the result event's: the API's last stop reason
@@ -76,18 +70,18 @@ class IterationRecord:
     unanswered: str | None = None
     #: The usage as events arrive: what a call stopped before its result event used.
     meter: CallUsage = field(default_factory=CallUsage, repr=False)
-    #: The earlier tries of this call that failed and were retried (pytest_atom.loop): paid
-    #: for, so every report counts them (`paid_tokens`, `paid_cost_usd`) and shows them apart.
+    #: The earlier tries of this call that failed and were retried: paid for, so every
+    #: report counts them (`paid_tokens`) and shows them apart.
     failed_tries: list[IterationRecord] = field(default_factory=list, repr=False)
+
+    #: The kind of API error the CLI answered with instead of a model's reply
+    #: ("authentication_failed" when it has no credentials: no retry can fix that).
+    api_error: str | None = None
 
     @property
     def ended(self) -> bool:
         """The call's exact figures are known (its result event, or a record made by hand)."""
         return self.meter.ended or bool(self.usage or self.model_usage)
-
-    #: The kind of API error the CLI answered with instead of a model's reply
-    #: ("authentication_failed" when it has no credentials: no retry can fix that).
-    api_error: str | None = None
 
     @property
     def needs_login(self) -> bool:
@@ -116,7 +110,6 @@ class IterationRecord:
 
     @property
     def main_tokens(self) -> int:
-        """The main session's tokens (the executor's own, or the reflector's)."""
         return usage_tokens(self.usage) if self.ended else self.meter.main_tokens
 
     @property
@@ -125,7 +118,6 @@ class IterationRecord:
 
     @property
     def tries_tokens(self) -> int:
-        """The tokens of the tries that failed before this one (`failed_tries`)."""
         return sum(t.tokens for t in self.failed_tries)
 
     @property
@@ -147,8 +139,8 @@ class IterationRecord:
         return subagent_cost(self.usage, self.model_usage, self.model, self.cost_usd)
 
     def failure(self, limit: int = 2000) -> str:
-        """Why the call failed, for an error message: the end of what the CLI said, from a
-        whole word on (`words.last_words`: it is cut before any scrubber sees it)."""
+        """Why the call failed: the end of what the CLI said, from a whole word on (it is
+        cut before any scrubber sees it)."""
         said = (self.output or self.stderr).strip()
         return last_words(said, limit) if said else f"exit code {self.returncode}"
 
@@ -159,11 +151,7 @@ class IterationRecord:
 
     def summary(self) -> dict[str, Any]:
         """A JSON-able digest for iteration history and traces (no raw stdout)."""
-        tries, self.failed_tries = self.failed_tries, []  # digested below, not copied whole
-        try:
-            data = asdict(self)
-        finally:
-            self.failed_tries = tries
+        data = asdict(replace(self, failed_tries=[]))  # the tries are digested below
         for bulky in ("stdout", "meter"):
             data.pop(bulky)
         data["tokens"] = self.tokens
@@ -181,18 +169,15 @@ class IterationRecord:
 
     @property
     def events(self) -> tuple[Event, ...]:
-        """What the call printed, as events: the trace, transcript, reports and trajectory
-        checks read these (parsed once per output, however many of them ask)."""
+        """What the call printed, as events (parsed once per output, however many ask)."""
         return _parsed(self.stdout)
 
     def apply(self, event: Event) -> None:
-        """Fold one event into the record; its usage into `meter`."""
         self.apply_all((event,))
 
     def apply_all(self, events: Sequence[Event], budget: Budget | None = None) -> Crossing | None:
         """Fold a line's events into the record, their usage into `meter` and `budget`
-        first, in one call (`cost.limits.count_line`: the stream is read line by line, and
-        the counting is another package's); the limit they crossed, else None."""
+        first; the limit they crossed, else None."""
         crossed = count_line(events, self.meter, budget)
         for event in events:
             self._take(event)
@@ -269,7 +254,6 @@ class RunOutcome:
     context: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        """`AtomRuntime.run`'s result dict (success, iterations, output, reason, error, ...)."""
         return asdict(self)
 
 
@@ -283,6 +267,4 @@ class UpstreamFault:
     description: str
     position: int  # how many interactions (slots) the cassette had when it happened
     slot: int | None = None  # where the broken stream was kept as the CLI saw it, if it was
-    #: What broke, in a few words (``refused the connection``): the description's cause,
-    #: without the request and the upstream it names.
-    what: str = ""
+    what: str = ""  # the description's cause in a few words (``refused the connection``)

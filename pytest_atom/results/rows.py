@@ -1,10 +1,6 @@
-"""One spec run as the summary, the results file and baselines see it: a `SummaryRow`.
-
-A row is built where the results meet (the xdist controller, or `atom run`) from the run's
-JUnit properties, which are what crosses xdist's process border; it reads them once,
-here, into typed fields, so no report spells a property name to get a figure. The
-properties stay on the row as they were: `.atom/runs/last-run.json` keeps them, and baselines
-measure from them.
+"""One spec run as the summary, the results file and baselines see it: a `SummaryRow`,
+read once from the run's JUnit properties (what crosses xdist's process border) into
+typed fields, so no report spells a property name to get a figure.
 """
 
 from __future__ import annotations
@@ -21,8 +17,7 @@ _REPEAT = re.compile(r"\[r\d+\]$")
 
 
 def spec_key(nodeid: str) -> str:
-    """A spec's key across its repeats (and in a baseline): its node id without the
-    ``[rN]`` a repeat adds."""
+    """A spec's key across its repeats: its node id without the ``[rN]`` a repeat adds."""
     return _REPEAT.sub("", nodeid)
 
 
@@ -54,15 +49,12 @@ def _count(value: Any) -> int | None:
 
 @dataclass(frozen=True)
 class RoleFigures:
-    """One kind of session's tokens and Claude Code's price of them."""
-
     tokens: int
     cost_usd: float
 
 
 def _list_price(props: Mapping[str, Any], roles: Mapping[str, RoleFigures]) -> float:
-    """``atom_list_price_usd``; in a file written before it, the roles' dollars added up
-    (the same figure: `cost.usage.Dollars`)."""
+    """``atom_list_price_usd``; in a file written before it, the roles' dollars added up."""
     given = _number(props.get("atom_list_price_usd"))
     return given if given is not None else round(sum(r.cost_usd for r in roles.values()), 6)
 
@@ -93,8 +85,7 @@ class SummaryRow:
     sandboxed: bool = True
     plan: str | None = None
     baseline: str | None = None  # the comparison's status, with --atom-baseline
-    #: How many runs its spec has (`repeats:` or --atom-repeat) and the spec's own
-    #: `pass_at_least:` (`results.thresholds` counts them); None where not recorded.
+    #: How many runs its spec has and the spec's own `pass_at_least:`; None: not recorded.
     repeats: int | None = None
     pass_at_least: int | None = None
     #: --atom-cache: the stored run whose outcome stood in for this one (nothing ran).
@@ -104,8 +95,7 @@ class SummaryRow:
     def of(
         cls, nodeid: str, props: Mapping[str, Any], outcome: Outcome | None = None
     ) -> SummaryRow:
-        """The row of a run's properties (`reports.properties.result_properties`); `outcome`
-        defaults to the one they carry."""
+        """The row of a run's properties; `outcome` defaults to the one they carry."""
         if outcome is None:
             outcome = Outcome.from_properties(props)
         if outcome is None:
@@ -153,6 +143,5 @@ class SummaryRow:
         """(label, text) of what the summary says under the table about this run."""
         found = [("drift", self.drift), ("warning", self.warnings)]
         found.append(("limit_exceeded", self.limit_exceeded))
-        # where the streams billed another figure than Claude Code counted, and why
         found.append(("billing", self.properties.get("atom_billing_note")))
         return [(label, text) for label, text in found if text]

@@ -1,8 +1,7 @@
 """The typed results of a spec run: its attempts, its outcome, its cost and what broke.
 
-Reports, traces, the plugin and the `atom` command read these; nothing here runs anything,
-and nothing here imports what runs (the runner, the judge, the gateway, the recording):
-their types are named for type checkers only.
+Nothing here imports what runs (the runner, the judge, the gateway, the recording): their
+types are named for type checkers only.
 """
 
 from __future__ import annotations
@@ -29,14 +28,56 @@ from pytest_atom.results.outcome import (
 from pytest_atom.settings.modes import SourceKind
 
 if TYPE_CHECKING:
-    from pytest_atom.results.cached import CachedFrom
     from pytest_atom.results.check_result import CheckResult
-    from pytest_atom.results.drift import Drift
+    from pytest_atom.results.drift import Drift, ReplayDivergence
     from pytest_atom.results.record import IterationRecord, Recalled, RunOutcome, UpstreamFault
-    from pytest_atom.results.replay_divergence import ReplayDivergence
     from pytest_atom.results.verdict import Verdict
     from pytest_atom.spec.types import Spec, Step
     from pytest_atom.wire.request import Exchange
+
+
+@dataclass(frozen=True)
+class CachedCheck:
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CachedCriterion:
+    text: str
+    score: float
+    passed: bool
+    reasons: str = ""
+
+
+@dataclass(frozen=True)
+class CachedFrom:
+    """A run that did not happen: the stored passing item `--atom-cache` reported instead
+    (`SpecResult.cached_from`, no attempts); its outcome and the figures of the agent's work
+    are the stored ones, and nothing was spent."""
+
+    run_id: str
+    started: str  # the stored run's start, ISO 8601 (UTC)
+    #: passed, xpassed or xfailed: the cache reports only an outcome that passes a session
+    outcome: str
+    why: str
+    score: float | None = None
+    wall_seconds: float = 0.0  # what the stored run took: the time this one saved
+    tool_calls: tuple[str, ...] = ()
+    checks: tuple[CachedCheck, ...] = ()
+    criteria: tuple[CachedCriterion, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        """Whether the stored agent succeeded (xfailed: it failed, as expected)."""
+        return self.outcome in ("passed", "xpassed")
+
+    @property
+    def line(self) -> str:
+        """``cached: passed in run 20261129T061502-3f9a1c2b (score 0.90 > 0.80)``."""
+        why = f" ({self.why})" if self.why else ""
+        return f"cached: {self.outcome} in run {self.run_id}{why}"
 
 
 @dataclass
@@ -54,8 +95,8 @@ class Attempt:
     #: Votes a replay took from the cassette, no session run: their input was unchanged.
     recalled: list[Recalled] = field(default_factory=list)
     decision: Decision = "fail"
-    #: A conversation (a spec's `user:`): the messages the user sent, the prompt included
-    #: (None: no conversation), whether it said it was done, and its model's sessions.
+    #: A conversation (`user:`): the user's messages, the prompt included (None: no
+    #: conversation), whether it said it was done, and its model's sessions.
     user_turns: int | None = None
     user_done: bool = False
     users: list[IterationRecord] = field(default_factory=list)
@@ -77,12 +118,9 @@ class Attempt:
 
 @dataclass
 class Rollback:
-    """A later step's reflector found an earlier step's committed work wrong (docs/how-to/multi-step.md).
-
-    In planner mode the planner then plans the steps from the target on anew (`replan`),
-    with the failure report; the old plan's steps it did not keep are `dropped`, their
-    attempts kept as evidence.
-    """
+    """A later step's reflector found an earlier step's committed work wrong
+    (docs/how-to/multi-step.md). In planner mode the planner then plans the steps from the
+    target on anew (`replan`); the old plan's steps it did not keep are `dropped`."""
 
     source: str  # the step whose verdict asked for it
     attempt: int  # that step's attempt number
@@ -97,8 +135,8 @@ class Rollback:
 
 @dataclass
 class StepResult:
-    """One step of a multi-step spec: every attempt it made (re-runs after a rollback
-    continue the numbering) and where its work was committed, if it still is."""
+    """One step of a multi-step spec: its attempts (re-runs after a rollback continue the
+    numbering) and where its work was committed, if it still is."""
 
     id: str
     attempts: list[Attempt] = field(default_factory=list)
@@ -145,8 +183,7 @@ class SpecResult:
 
     spec: Spec
     run_dir: Path
-    #: Every attempt, in the order they ran: a multi-step spec's of every step, and
-    #: `final` is the last one (`final_attempts`: those of its step).
+    #: Every attempt, in the order they ran (of every step); `final` is the last one.
     attempts: list[Attempt]
     duration: float
     threshold: float
@@ -155,51 +192,45 @@ class SpecResult:
     #: Replay requests that matched nothing, the first led by its likely cause.
     divergences: list[ReplayDivergence] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: What Claude Code changed around a replayed conversation (None: nothing); reports
-    #: render it (`Drift.line`, `reports.phrases.drift_summary`).
-    drift: Drift | None = None
+    drift: Drift | None = None  # what Claude Code changed around a replay (None: nothing)
     cassette: Path | None = None  # the cassette written by this run, if any
     trace: Path | None = None  # the JSON trace written for this run, if any
     harness_error: str | None = None  # e.g. a malformed verdict: never a pass
     script_error: str | None = None  # the spec's script could not answer: a spec error
     setup_output: str | None = None  # what the spec's `setup:` commands printed, if any
-    #: What the set-up cache did: "restored <key>" (no set-up command ran), "stored <key>",
-    #: "not stored: <why>"; None without set-up or with the cache off.
+    #: What the set-up cache did: "restored <key>", "stored <key>", "not stored: <why>";
+    #: None without set-up or with the cache off.
     setup_cache: str | None = None
-    #: pytest-atom's own files (specs, scripts, cassettes, `.atom/`) the workspace copy
-    #: left out, workspace-relative: the agent never saw them.
+    #: pytest-atom's own files the workspace copy left out, workspace-relative.
     left_out: tuple[str, ...] = ()
-    #: Recording: the upstream's faults not got past (`UpstreamFault.description` says each).
-    upstream_faults: list[UpstreamFault] = field(default_factory=list)
+    upstream_faults: list[UpstreamFault] = field(default_factory=list)  # recording's, not got past
     #: Whose sessions ("executor", "reflector") a paid upstream answered, and whose a
     #: cassette recorded from a paid upstream: the CLI prices every session from the usage
     #: in its answers, even scripted or replayed ones, so its figure is spent only for the
     #: paid ones, and was spent once only for a cassette a script did not answer.
     paid: frozenset[str] = frozenset()
     replayed: frozenset[str] = frozenset()
-    #: The limits the agent ran under (the spec's over the project's), what it used of
-    #: them over every attempt, and the first one it crossed ("exceeded max_turns: 3 > 2").
+    #: The limits the agent ran under, what it used of them over every attempt, and the
+    #: first one it crossed ("exceeded max_turns: 3 > 2").
     limits: Limits = field(default_factory=Limits)
     usage: Usage = field(default_factory=Usage)
     limit_exceeded: Crossing | None = None
-    #: A multi-step spec's steps, in spec order, and the rollbacks its reflectors asked for, in the order they happened.
+    #: A multi-step spec's steps, in spec order, and its rollbacks, in the order they happened.
     steps: list[StepResult] = field(default_factory=list)
     rollbacks: list[Rollback] = field(default_factory=list)
     plan: Plan | None = None  # planner mode: the first plan (re-plans: in `rollbacks`)
-    #: What the answers that passed through the gateway billed, by the request's role, and
-    #: their price (`pytest_atom.cost.billing` and `.prices`): the streams' own figure, a
-    #: cross-check of Claude Code's (`billing_note`).
+    #: What the answers through the gateway billed, by role, and their price: the streams'
+    #: own figure, a cross-check of Claude Code's (`billing_note`).
     billed: dict[str, Billed] = field(default_factory=dict)
     billed_usd: dict[str, float] = field(default_factory=dict)
     #: Of those, the steps billed on top of the answers: role -> kind -> (tokens, dollars).
     billed_steps: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
-    #: What `report` renders with: the text report format's `render`, which whoever makes
-    #: the result hands it (`run.spec_run` does). Reports build on results, never the other
-    #: way round, so this module cannot name the format itself.
+    #: What `report` renders with (the text format's `render`, handed in by `run.spec_run`):
+    #: reports build on results, never the other way round.
     renderer: Callable[[SpecResult], str] | None = field(default=None, repr=False, compare=False)
-    #: The item's input digest and its named parts (`pytest_atom.outcome_cache.input_digest`), when the
-    #: history store is on; `cached_from`: the stored passing item `--atom-cache` reported
-    #: instead of running this one (then no attempt ran and no CLI started).
+    #: The item's input digest and its parts (`outcome_cache.input_digest`), with the
+    #: history store on; `cached_from`: the stored passing item `--atom-cache` reported
+    #: instead of running this one (then no attempt ran).
     digest: str | None = None
     digest_parts: Mapping[str, str] = field(default_factory=dict)
     cached_from: CachedFrom | None = None
@@ -217,8 +248,7 @@ class SpecResult:
 
     def billing_note(self) -> str | None:
         """Where the streams billed another figure than Claude Code counted: by how much,
-        and why when the streams say (steps Claude Code leaves out of its totals); None
-        when they agree or nothing passed through the gateway."""
+        and why; None when they agree or nothing passed through the gateway."""
         if not self.billed:
             return None
         streams = self.billed_tokens
@@ -237,8 +267,7 @@ class SpecResult:
         return f"the API billed {streams} tokens, Claude Code counted {cli} ({streams - cli:+d}){reason}"
 
     def report(self) -> str:
-        """The failure report a person reads (also handy as an assertion message), as the
-        text format renders it (`pytest_atom.reports.text`)."""
+        """The failure report a person reads (also handy as an assertion message)."""
         if self.renderer is None:
             raise RuntimeError(
                 "this result was made without a renderer: render it with "
@@ -252,8 +281,7 @@ class SpecResult:
 
     @property
     def final_attempts(self) -> list[Attempt]:
-        """The attempts of the prompt the final attempt answered: a multi-step spec's last
-        step run (all its runs), else every attempt. The report's verdict counts these."""
+        """The attempts of the final attempt's step (all its runs), else every attempt."""
         if not self.steps or not self.attempts:
             return self.attempts
         final = self.final
@@ -264,14 +292,13 @@ class SpecResult:
     def outcome(self) -> Outcome:
         """Passed, failed or error, and why: what every front end and report reads."""
         cached = self.cached_from
-        if cached is not None:  # the stored item's: these inputs came to it before
+        if cached is not None:
             status: Status = "passed" if cached.passed else "failed"
             return Outcome(status, cached.line, xfail=self.spec.xfail)
         return decide(self.facts)
 
     @property
     def facts(self) -> RunFacts:
-        """The figures `decide` reads: the one place a result becomes them."""
         checks = self.checks
         return RunFacts(
             attempts=len(self.attempts),
@@ -298,21 +325,19 @@ class SpecResult:
 
     @property
     def gate(self) -> Gate:
-        """What passed or failed the final verdict: the spec's gate, or ``criteria`` once a
-        criterion is advisory (`outcome.effective_gate`)."""
+        """What passed or failed the final verdict (`outcome.effective_gate`)."""
         verdict = self.verdict
         gate = self.spec.reflector.gate
         return gate if verdict is None else effective_gate(gate, verdict.criteria)
 
     @property
     def unmet(self) -> list[str]:
-        """The final verdict's unmet criteria that gate, each named as the spec writes it
-        (the verdict lists them in the spec's order; its own wording when its count
-        differs) and with its votes: ``grader warm: … (1/3 votes met)``."""
         return self.unmet_of(advisory=False)
 
     def unmet_of(self, *, advisory: bool) -> list[str]:
-        """The final verdict's unmet criteria, the advisory ones or the gated ones."""
+        """The final verdict's unmet criteria, the advisory or the gated ones, each named as
+        the spec writes it (the verdict's own wording when its count differs) with its
+        votes: ``grader warm: … (1/3 votes met)``."""
         verdict = self.verdict
         if verdict is None:
             return []
@@ -334,12 +359,8 @@ class SpecResult:
 
     @property
     def upstream_failure(self) -> str | None:
-        """What broke upstream, in a few words, when that is why a *recording* failed.
-
-        Such a run says nothing about the agent: its outcome is an error, as for any other
-        failure of the machinery around the agent. The gateway's own account comes first
-        (``refused the connection``), then the CLI's (``API 500``).
-        """
+        """What broke upstream, in a few words, when that is why a *recording* failed (an
+        error, not the agent's failure): the gateway's account first, then the CLI's."""
         if self.source != "record" or not self.attempts or self.divergences:
             return None
         if (
@@ -362,10 +383,8 @@ class SpecResult:
 
     @property
     def rejected_stream(self) -> str | None:
-        """``Claude Code rejected the API's stream: The response stream was malformed…``
-        when the CLI gave up on a stream it could not read, recording or replaying: an
-        error of the stream (the upstream's, or the recording's), never the agent's failure.
-        """
+        """``Claude Code rejected the API's stream: …`` when the CLI gave up on a stream it
+        could not read: an error of the stream, never the agent's failure."""
         if not self.attempts or self.divergences:
             return None
         for record in reversed(self.final.records):
@@ -381,7 +400,6 @@ class SpecResult:
 
     @property
     def current_plan(self) -> Plan | None:
-        """The plan the steps now come from: the last one made."""
         return self.plans[-1] if self.plans else None
 
     @property
@@ -433,13 +451,12 @@ class SpecResult:
 
     @property
     def all_steps(self) -> list[StepResult]:
-        """Every step that ran or was planned: the plan's, then those a re-plan dropped."""
+        """The plan's steps, then those a re-plan dropped."""
         return [*self.steps, *(s for r in self.rollbacks for s in r.dropped)]
 
     @property
     def all_attempts(self) -> list[Attempt]:
-        """Every attempt of the run: of every step (and of steps a re-plan dropped), for a
-        multi-step spec."""
+        """Every attempt of the run, of dropped steps too."""
         if not self.steps:
             return self.attempts
         return [a for s in self.all_steps for a in s.attempts]
@@ -450,8 +467,7 @@ class SpecResult:
 
     @property
     def user_turns(self) -> int | None:
-        """A conversation's messages from the user over every attempt, the prompt included
-        (None: no conversation): the turns it took to succeed when `user_done`."""
+        """The user's messages over every attempt, the prompt included (None: no conversation)."""
         turns = [a.user_turns for a in self.all_attempts if a.user_turns is not None]
         return sum(turns) if turns else None
 
@@ -462,8 +478,7 @@ class SpecResult:
 
     @property
     def records(self) -> list[IterationRecord]:
-        """Every CLI session of the run: the planner's (planner mode), executor iterations
-        and reflector sessions."""
+        """Every CLI session of the run: the planner's, the executor's, the reflector's."""
         planner = [p.record for p in self.plans if p.record is not None]
         return planner + [r for a in self.all_attempts for r in a.all_records]
 
@@ -474,21 +489,18 @@ class SpecResult:
 
     @property
     def tokens(self) -> int:
-        """Every session's tokens: the planner's, the executor's and its subagents', the
-        reflector's (`usage_by_role` splits them); a recalled session's as recorded."""
+        """Every session's tokens (`usage_by_role` splits them); a recalled one's as recorded."""
         return self.cli_tokens + self.uncounted.tokens
 
     @property
     def cli_tokens(self) -> int:
-        """Every session's tokens as Claude Code counted them (failed tries included); what
-        `tokens` adds is what the streams billed on top (`uncounted`)."""
-        paid = sum(r.paid_tokens for r in self.records)  # failed tries included
+        """Every session's tokens as Claude Code counted them, failed tries included."""
+        paid = sum(r.paid_tokens for r in self.records)
         return paid + sum(r.tokens for r in self.recalled)
 
     @property
     def recalled(self) -> list[Recalled]:
-        """The sessions a replay took from the cassette instead of running them: the
-        planner's, then each attempt's reflector (pytest_atom.replay.recall)."""
+        """The sessions a replay took from the cassette: the planner's, then the reflectors'."""
         plans = [p.recalled for p in self.plans if p.recalled is not None]
         return plans + [r for a in self.all_attempts for r in a.recalled]
 
@@ -503,8 +515,7 @@ class SpecResult:
         return self.costs()[1]
 
     def dollars(self) -> Dollars:
-        """What the run spent and Claude Code's list price of its sessions (`Dollars`):
-        the two figures every report and the history store show."""
+        """What the run spent and Claude Code's list price of its sessions."""
         return Dollars.of(self.cost_usd, self.usage_by_role())
 
     def costs(self, attempts: list[Attempt] | None = None) -> tuple[float, float]:
@@ -536,8 +547,7 @@ class SpecResult:
 
     @property
     def billed_paid_usd(self) -> float:
-        """The streams' price of the answers paid for (`paid` roles; the planner's are
-        the executor's), at Claude Code's prices."""
+        """The streams' price of the answers paid for (the planner's are the executor's)."""
         return sum(
             usd
             for role, usd in self.billed_usd.items()
@@ -545,9 +555,8 @@ class SpecResult:
         )
 
     def failed_tries(self, attempts: list[Attempt] | None = None) -> tuple[int, RoleUsage]:
-        """How many CLI calls failed and were retried, and what they cost (tokens, dollars
-        as Claude Code priced them), over `attempts` (default: every attempt). Every other
-        figure already includes them; this shows them apart."""
+        """How many CLI calls failed and were retried, and what they cost, over `attempts`
+        (default: every attempt): every other figure includes them; this shows them apart."""
         tries = [
             t
             for attempt in (self.all_attempts if attempts is None else attempts)
@@ -558,10 +567,9 @@ class SpecResult:
 
     def usage_by_role(self, attempts: list[Attempt] | None = None) -> dict[str, RoleUsage]:
         """Tokens and Claude Code's price per kind of session (`ROLES`), of `attempts`
-        (default: every attempt, and the planner; then the steps billed on top of the
-        answers, advisor and compaction, and `other`). They add up to `tokens` and to the
-        dollars spent (or recorded, for a replay). The executor's calls run its subagents:
-        their share is split off (see `IterationRecord.subagent_cost_usd`)."""
+        (default: every attempt, the planner, the steps billed on top of the answers and
+        `other`): they add up to `tokens` and to the dollars spent (or recorded). The
+        subagents' share is split off the executor's (`IterationRecord.subagent_cost_usd`)."""
         roles = self._sessions(attempts)
         if attempts is None:
             split_steps(roles, self.billed_steps)
@@ -570,20 +578,18 @@ class SpecResult:
 
     def _sessions(self, attempts: list[Attempt] | None = None) -> dict[str, RoleUsage]:
         """Each kind of session's tokens and price as Claude Code counted them, failed
-        tries in their own role (`failed_tries` shows them apart)."""
+        tries in their own role."""
         roles = dict.fromkeys(ROLES, RoleUsage())
         for attempt in self.all_attempts if attempts is None else attempts:
-            for r in (t for record in attempt.records for t in (*record.failed_tries, record)):
+            for r in _tries(attempt.records):
                 sub = r.subagent_cost_usd  # a failed try's spend is its role's, as the last try's
                 roles["executor"] += RoleUsage(r.main_tokens, r.cost_usd - sub)
                 roles["subagents"] += RoleUsage(r.subagent_tokens, sub)
-            for vote in (
-                t for record in attempt.reflectors for t in (*record.failed_tries, record)
-            ):
+            for vote in _tries(attempt.reflectors):
                 roles["reflector"] += RoleUsage(vote.tokens, vote.cost_usd)
             for again in attempt.recalled:  # as recorded: the figures a rerun gives
                 roles["reflector"] += RoleUsage(again.tokens, again.cost_usd)
-            for said in (t for record in attempt.users for t in (*record.failed_tries, record)):
+            for said in _tries(attempt.users):
                 roles["user"] += RoleUsage(said.tokens, said.cost_usd)
         if attempts is None:
             for plan in self.plans:
@@ -600,11 +606,9 @@ class SpecResult:
         return split_steps(self._sessions(), self.billed_steps)
 
     def _unnamed(self, roles: dict[str, RoleUsage]) -> RoleUsage:
-        """What the run's figures (`tokens`; the dollars spent, or recorded for a replay)
-        hold that no role names (the streams' price of a call Claude Code never priced),
-        so the roles add up to the figure every report shows. Dollars only for a run whose
-        every session was paid or replayed: a scripted answer costs nothing, yet Claude
-        Code prices it in its role."""
+        """What the run's figures hold that no role names (the streams' price of a call
+        Claude Code never priced), so the roles add up. Dollars only when every session was
+        paid or replayed: a scripted answer costs nothing, yet Claude Code prices it."""
         named = sum(used.tokens for used in roles.values())
         spent, recorded = self.costs()
         ran = {"executor"} | ({"reflector"} if roles["reflector"].tokens else set())
@@ -614,7 +618,10 @@ class SpecResult:
 
     @property
     def last_message(self) -> str:
-        for record in reversed(self.final.records if self.attempts else []):
-            if record.output or record.texts:
-                return record.output or record.texts[-1]
-        return ""
+        records = self.final.records if self.attempts else []
+        return next((r.output or r.texts[-1] for r in reversed(records) if r.output or r.texts), "")
+
+
+def _tries(records: list[IterationRecord]) -> list[IterationRecord]:
+    """Each record's failed tries, then the record itself."""
+    return [t for record in records for t in (*record.failed_tries, record)]

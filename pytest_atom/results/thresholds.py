@@ -1,20 +1,17 @@
-"""How many of a spec's repeats must pass: the one rule that the exit status
-(`pytest_atom.suite.ending.decide`), the summary, JUnit, ``measured.json`` and the HTML report
-apply, so none of them counts differently.
+"""How many of a spec's repeats must pass: the one rule the exit status, the summary,
+JUnit, ``measured.json`` and the HTML report apply.
 
-A spec's runs are its rows with one key (`spec_key`: the node id without ``[rN]``; each arm
-and each case is a spec of its own). What they must meet, first that applies:
+A spec's runs are its rows with one `spec_key` (each arm and case is a spec of its own).
+What they must meet, first that applies:
 
 1. the spec's own ``pass_at_least: K`` (of its ``repeats: N``): the author's statement, so
    it alone decides, as a spec's own ``reflector: {threshold}`` beats ``--atom-threshold``;
 2. the run's gates, each where set: ``--atom-pass-at-least K`` (all N when K > N) and
    ``--atom-min-pass-rate R``;
-3. none: pytest's own status (each failed run fails the session), as before thresholds.
+3. none: pytest's own status (each failed run fails the session).
 
-A count is met while at most N - K runs failed. On a whole run that is "at least K of N
-passed"; on a CI shard that ran some of the repeats, or under ``-k`` selecting some, it
-fails the shard only once the spec can no longer pass, and `atom results combine` then
-counts every shard's runs together.
+A count is met while at most N - K runs failed: a CI shard that ran some of the repeats
+fails only once the spec can no longer pass (`atom results combine` counts all shards).
 """
 
 from __future__ import annotations
@@ -23,8 +20,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pytest_atom.results.rows import SummaryRow, spec_key
-
-__all__ = ["RepeatGates", "Tally", "tallies"]
 
 
 @dataclass(frozen=True)
@@ -42,18 +37,15 @@ class Tally:
     spec: str
     passed: int
     ran: int
-    #: How many runs the spec has in all (its `repeats`, or --atom-repeat): more than `ran`
-    #: on a shard that ran some of them.
-    repeats: int
-    #: The spec's own `pass_at_least:`, or None.
-    own: int | None = None
+    repeats: int  # runs the spec has in all: more than `ran` on a shard
+    own: int | None = None  # the spec's own `pass_at_least:`
 
     @property
     def failed(self) -> int:
         return self.ran - self.passed
 
     def needed(self, gates: RepeatGates) -> int | None:
-        """The passes the spec needs of its `repeats` (None: no count applies)."""
+        """The passes the spec needs of its `repeats`; None: no count applies."""
         if self.own is not None:
             return self.own
         if gates.pass_at_least is not None:
@@ -67,15 +59,11 @@ class Tally:
     def met(self, gates: RepeatGates) -> bool:
         """Whether the spec passes its threshold: with none, whether every run passed."""
         needed = self.needed(gates)
-        if needed is not None:
-            ok = self.failed <= self.repeats - needed
-            # the run's minimum rate still applies to a spec without a count of its own
-            if self.own is None and gates.min_pass_rate is not None:
-                ok = ok and self._rate_met(gates.min_pass_rate)
-            return ok
-        if gates.min_pass_rate is not None:
-            return self._rate_met(gates.min_pass_rate)
-        return self.failed == 0
+        rate = gates.min_pass_rate if self.own is None else None  # a spec's own count decides
+        if needed is None and rate is None:
+            return self.failed == 0
+        count_ok = needed is None or self.failed <= self.repeats - needed
+        return count_ok and (rate is None or self._rate_met(rate))
 
     def _rate_met(self, minimum: float) -> bool:
         return self.ran > 0 and self.passed / self.ran >= minimum
@@ -100,10 +88,8 @@ class Tally:
 
 
 def tallies(rows: Iterable[SummaryRow]) -> list[Tally]:
-    """Per spec (repeat suffix ``[rN]`` removed), in the rows' order: how many runs passed
-    (their outcome is ok, as pytest's exit status counts it: an expected failure passes),
-    how many ran, and the spec's count of repeats and own `pass_at_least`. Rows from
-    before thresholds carry neither: the runs seen are all there are."""
+    """Per spec, in the rows' order: how many runs passed (an expected failure passes, as
+    for pytest's exit status), how many ran, and its repeats and own `pass_at_least`."""
     grouped: dict[str, list[SummaryRow]] = {}
     for row in rows:
         grouped.setdefault(spec_key(row.nodeid), []).append(row)

@@ -1,8 +1,6 @@
-"""The reflector's verdict on an attempt (docs/explanation/reflector.md): its score, each criterion
-met or not with evidence, its feedback, and the votes behind it when several sessions judged.
-
-Parsed from the session's JSON answer against `pytest_atom.wire.verdict_schema`; the judge
-(`pytest_atom.judge.reflector`) makes it and every result, report and hook reads it.
+"""The reflector's verdict on an attempt (docs/explanation/reflector.md): its score, each
+criterion met or not with evidence, its feedback, and the votes behind it; parsed from the
+session's JSON answer against `pytest_atom.wire.verdict_schema`.
 """
 
 from __future__ import annotations
@@ -19,25 +17,10 @@ from pytest_atom.errors import ReflectorError
 from pytest_atom.results.outcome import NO_VERDICT
 from pytest_atom.wire.verdict_schema import STEP_VERDICT_SCHEMA
 
-__all__ = [
-    "NO_VERDICT",
-    "UNFLOORED",
-    "CriterionVerdict",
-    "ReflectorError",
-    "Trust",
-    "TrustReason",
-    "Verdict",
-]
-
-
-#: Why a criterion gates, or is advisory: no calibration floor applies to it (it gates, as
-#: every criterion did before floors); its calibration reaches the floor; there is none; it
-#: is stale (the judge changed since); its κ is below the floor; it rests on fewer samples
-#: than the floor asks.
+#: Why a criterion gates (no calibration floor applies; its calibration reaches the floor)
+#: or is advisory (no calibration; a stale one; κ below the floor; too few samples).
 TrustReason = Literal["unfloored", "calibrated", "uncalibrated", "stale", "kappa", "samples"]
-#: Each gating reason in a few words.
 GATED_WORDS: dict[str, str] = {"unfloored": "no calibration floor", "calibrated": "calibrated"}
-#: Each advisory reason in a few words, for the summary's counts.
 ADVISORY_WORDS: dict[str, str] = {
     "uncalibrated": "not calibrated",
     "stale": "calibration stale",
@@ -49,10 +32,7 @@ ADVISORY_WORDS: dict[str, str] = {
 @dataclass(frozen=True)
 class Trust:
     """Whether a criterion's verdict may fail a run: only when the judge's calibration for
-    it (`atom calibrate`) is fresh and reaches the criterion's floor (judge.trust decides).
-
-    A criterion without a floor gates as it always did (reason ``unfloored``); one a judge
-    added beyond the spec's has no `Trust` (None) and gates too."""
+    it (`atom calibrate`) is fresh and reaches the criterion's floor (judge.trust decides)."""
 
     reason: TrustReason
     detail: str  # one line: "kappa 0.41 < 0.6 on 24 samples", "the model changed: …"
@@ -63,7 +43,6 @@ class Trust:
 
     @property
     def label(self) -> str:
-        """``gated`` or ``advisory``: the word every report shows."""
         return "gated" if self.gates else "advisory"
 
     @property
@@ -85,14 +64,9 @@ class CriterionVerdict:
     criterion: str
     met: bool
     evidence: str
-    #: Each vote's answer, in session order, when several reflector sessions judged
-    #: (`reflector: {votes: N}`); empty for a single session.
-    votes: tuple[bool, ...] = ()
-    #: Whether this verdict may fail the run (a criterion with a calibration floor, see
-    #: judge.trust); None: no floor applies, it gates as it always did.
-    trust: Trust | None = None
-    #: The judge's verdict left this criterion out (`Verdict.completed`): unmet, `NO_VERDICT`.
-    missing: bool = False
+    votes: tuple[bool, ...] = ()  # each vote's answer, in session order; empty for one session
+    trust: Trust | None = None  # whether it may fail the run; None: no floor applies, it gates
+    missing: bool = False  # the judge's verdict left it out (`Verdict.completed`): unmet
 
     @property
     def tally(self) -> str:
@@ -101,8 +75,6 @@ class CriterionVerdict:
 
     @property
     def gates(self) -> bool:
-        """May this verdict fail the run? Always, but for a criterion whose calibration is
-        missing, stale or below its floor: that one is advisory."""
         return self.trust is None or self.trust.gates
 
     @property
@@ -112,19 +84,10 @@ class CriterionVerdict:
 
 @functools.cache
 def _verdict_validator() -> Any:
-    """The verdict schema's validator, built once: ``jsonschema.validate`` checks the schema
-    itself and builds a validator on every call (tens of milliseconds a verdict)."""
+    """Built once: ``jsonschema.validate`` builds one on every call (tens of milliseconds)."""
     cls = jsonschema.validators.validator_for(STEP_VERDICT_SCHEMA)
     cls.check_schema(STEP_VERDICT_SCHEMA)
     return cls(STEP_VERDICT_SCHEMA)
-
-
-def _check_verdict(data: Any) -> None:
-    """``jsonschema.validate(data, STEP_VERDICT_SCHEMA)``, with the validator built once:
-    the same error (its best match) for the same data."""
-    error = jsonschema.exceptions.best_match(_verdict_validator().iter_errors(data))
-    if error is not None:
-        raise error
 
 
 @dataclass(frozen=True)
@@ -142,14 +105,13 @@ class Verdict:
 
     @classmethod
     def parse(cls, data: Any) -> Verdict:
-        try:
-            _check_verdict(data)
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        error = jsonschema.exceptions.best_match(_verdict_validator().iter_errors(data))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
             raise ReflectorError(
-                f"the reflector's verdict is malformed at {where}: {exc.message}; "
+                f"the reflector's verdict is malformed at {where}: {error.message}; "
                 f"got {json.dumps(data)[:500]}"
-            ) from None
+            )
         return cls(
             score=float(data["score"]),
             decision=data["decision"],
@@ -162,16 +124,12 @@ class Verdict:
         )
 
     def omits(self, criteria: Sequence[str]) -> bool:
-        """Whether this verdict leaves out any of the spec's `criteria` (fewer answers)."""
         return len(self.criteria) < len(criteria)
 
     def completed(self, criteria: Sequence[str]) -> Verdict:
-        """This verdict with one answer per criterion of the spec, in the spec's order.
-
-        A verdict with an answer for each is kept as it is (aligned by position, the order
-        the prompt numbers them in). One that left some out has its answers placed by their
-        words first, the rest in order; each criterion left without an answer is unmet with
-        `NO_VERDICT`, a judge error that fails as an unmet criterion does, never a pass."""
+        """This verdict with one answer per criterion of the spec, in the spec's order: one
+        that left some out has its answers placed by their words first, the rest in order,
+        and each criterion left without one unmet with `NO_VERDICT` (never a pass)."""
         if not self.omits(criteria):
             return self
         answers = list(self.criteria)
@@ -190,17 +148,15 @@ class Verdict:
 
     @property
     def missing(self) -> list[CriterionVerdict]:
-        """The criteria the judge gave no verdict on (`completed`)."""
         return [c for c in self.criteria if c.missing]
 
     @property
     def unmet(self) -> list[CriterionVerdict]:
-        """Every criterion not met, advisory ones too: what the reports list."""
+        """Every criterion not met, advisory ones too."""
         return [c for c in self.criteria if not c.met]
 
     @property
     def gating_unmet(self) -> list[CriterionVerdict]:
-        """The unmet criteria that fail the attempt: an advisory one never does."""
         return [c for c in self.criteria if not c.met and c.gates]
 
     @property
@@ -208,9 +164,8 @@ class Verdict:
         return [c for c in self.criteria if c.advisory]
 
     def with_trust(self, trusts: Sequence[Trust | None]) -> Verdict:
-        """This verdict with each criterion's trust, in the order the spec lists them (the
-        order the prompt numbers them in, which the verdict follows). A criterion the
-        reflector added beyond the spec's gets none: it gates, as before."""
+        """This verdict with each criterion's trust, in the spec's order; a criterion the
+        reflector added beyond the spec's gets none: it gates."""
         if not any(trusts):
             return self
         criteria = tuple(
@@ -224,13 +179,13 @@ class Verdict:
         if self.target is None:  # only a step's rollback names one
             del data["target"]
         for criterion, own in zip(data["criteria"], self.criteria, strict=True):
-            if own.trust is None:  # no floor: the shape it always had
+            if own.trust is None:  # each key only where it says something
                 del criterion["trust"]
             else:
                 criterion["trust"] = own.trust.to_dict()
-            if not own.missing:  # answered: the shape it always had
+            if not own.missing:
                 del criterion["missing"]
-        if not self.scores:  # a single session: the shape it always had
+        if not self.scores:
             del data["scores"]
             for criterion in data["criteria"]:
                 del criterion["votes"]

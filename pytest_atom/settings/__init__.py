@@ -1,15 +1,13 @@
 """settings: how specs run, whatever front end runs them, and the project's own files.
 
-- `options`: the one table of settings. `RunSettings`'s fields are its rows (`Option`):
-  name, type, default, parser, scope (the whole run, or one test), file rules and help.
-  pytest's options and ini keys, ``atom run``'s options, the config file's keys,
-  `PER_TEST` and the documentation's option table are generated from it.
-- `parsers`: a setting's value checked and typed, one function per kind of value.
+- `options`: the one table of settings. `RunSettings`'s fields are its rows (`Option`);
+  every front end's options, the config file's keys and the docs' table come from it.
+- `parsers`: a setting's value checked and typed, one function per kind of value (the
+  baseline's tolerances among them).
 - `resolved`: which place that sets a setting wins (command line, mark, fixture, ini
   file, `.atom/config.yaml`, default).
 - `config`: ``.atom/config.yaml``; `project`: the project's root and pytest's ini file;
-  `output_paths`: output folders checked before a run; `modes`, `tolerance`: the names of
-  the modes, the baseline's tolerances.
+  `output_paths`: output folders checked before a run; `modes`: the names of the modes.
 - `interpolate`: ``${VAR}``, ``${VAR:-default}`` and ``$$``, the one expansion the config file
   and a spec's ``env:`` share.
 

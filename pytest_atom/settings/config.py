@@ -13,17 +13,13 @@ limits: {max_turns: 30, max_cost_usd: 2}   # default budgets of every spec (a sp
 pass_env: [JAVA_OPTS, "MYAPP_*"]     # caller variables every spec's processes get (a spec's add)
 ```
 
-The file is looked for in the working directory and then in each parent folder up to
-the filesystem root, or given explicitly (``--config``). Without one every setting has
-its default and the project folder (`AtomConfig.root`) is the working directory; an
-empty file marks a project folder without changing anything else.
+The file is looked for in the working directory and then in each parent folder, or given
+explicitly (``--config``). Without one every setting has its default and the project
+folder (`AtomConfig.root`) is the working directory.
 
 Every string value, list items included, may refer to the environment, by the same rules
-as a spec's ``env:`` (`pytest_atom.settings.interpolate`): ``${VAR}`` is the variable's value
-and an error when it is unset; ``${VAR:-default}`` falls back to `default` when it is
-unset or empty, as in a shell; ``$$`` stands for a literal ``$`` (``$${`` for ``${``).
-A number setting may be a reference too (``timeout: ${ATOM_TOOL_TIMEOUT:-120}``).
-Inside a flow list (``[a, b]``) quote a reference: YAML reads ``{`` there as a mapping.
+as a spec's ``env:`` (`pytest_atom.settings.interpolate`); a number setting may be a
+reference too (``timeout: ${ATOM_TOOL_TIMEOUT:-120}``).
 
 A bad config is an error that names the file, the line, the key and the fix, never a
 warning: a silently ignored typo (``timout: 600``) would quietly change what a CI run does.
@@ -64,23 +60,18 @@ class AtomConfig:
     prompt_paths: tuple[str, ...] = ()
     timeout: float = 120
     model: str | None = None
-    #: Run settings (`pytest_atom.settings.resolved`) the file sets, checked and typed.
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)  # run settings, checked and typed
     limits: Limits = field(default_factory=Limits)  # default budgets; a spec's own win per key
-    #: Caller variables (names or globs) every run's processes get beside the default set
-    #: (pytest_atom.environment); a spec's `pass_env:` adds to these.
-    pass_env: tuple[str, ...] = ()
+    pass_env: tuple[str, ...] = ()  # caller variables every run's processes get
     path: Path | None = None  # the file the settings came from
     root: Path = field(default_factory=Path.cwd)  # the folder holding .atom/, or the cwd
 
     @property
     def tools_paths(self) -> tuple[Path, ...]:
-        """`tools_dirs` as absolute folders, relative ones taken from `root`."""
         return tuple(self.resolve(d) for d in self.tools_dirs)
 
     @property
     def prompt_dirs(self) -> tuple[Path, ...]:
-        """`prompt_paths` as absolute folders, relative ones taken from `root`."""
         return tuple(self.resolve(d) for d in self.prompt_paths)
 
     def resolve(self, folder: str) -> Path:
@@ -94,18 +85,6 @@ class AtomConfig:
         return PromptLoader(search_paths=[default[0], *self.prompt_dirs, *default[1:]])
 
 
-_KNOWN_KEYS = (
-    "version",
-    "tools_dirs",
-    "prompt_paths",
-    "timeout",
-    "model",
-    "limits",
-    "pass_env",
-    *CONFIG_SETTINGS,
-)
-
-
 def find_config(cwd: Path | None = None) -> Path | None:
     """``.atom/config.yaml`` in `cwd` or the nearest parent folder that has one."""
     start = (cwd or Path.cwd()).resolve()
@@ -117,14 +96,10 @@ def find_config(cwd: Path | None = None) -> Path | None:
 
 
 def load_config(path: Path | None = None, *, cwd: Path | None = None) -> AtomConfig:
-    """Load the project configuration.
-
-    `path` is an explicit file (``--config``; relative to `cwd`); it must exist. Without
-    it ``.atom/config.yaml`` is searched from `cwd` (default: the working directory)
-    upwards, and the defaults apply when none is found. The project folder is the one
-    holding the file's ``.atom/`` folder; for an explicit file elsewhere it is the
-    file's own folder, so relative paths in a file mean the same wherever it is used
-    from.
+    """Load the project configuration: `path` (``--config``, relative to `cwd`; it must
+    exist), else ``.atom/config.yaml`` searched from `cwd` upwards, else the defaults. The
+    project folder holds the file's ``.atom/``; for an explicit file elsewhere it is the
+    file's own folder, so relative paths in a file mean the same wherever it is used from.
     """
     base = (cwd or Path.cwd()).resolve()
     if path is None:
@@ -194,8 +169,7 @@ def _key_lines(node: yaml.Node | None, path: Path) -> dict[str, int]:
 
 
 def _expand(value: Any, path: Path, key: str, line: int | None) -> Any:
-    """``${VAR}`` and ``${VAR:-default}`` in every string inside `value`
-    (`pytest_atom.settings.interpolate`, as a spec's ``env:``)."""
+    """Every string inside `value` expanded (`settings.interpolate`)."""
     if isinstance(value, list):
         return [_expand(item, path, key, line) for item in value]
     if not isinstance(value, str):
@@ -220,8 +194,8 @@ def _expand(value: Any, path: Path, key: str, line: int | None) -> Any:
 
 
 def _convert(key: str, value: Any, path: Path, line: int | None) -> Any:
-    """`value` of `key` as the run reads it; raises ConfigError naming the file, key, line
-    and, where one is close, the value meant."""
+    """`value` of `key` as the run reads it; ConfigError names the file, key, line and,
+    where one is close, the value meant."""
     convert = _CONVERTERS.get(key)
     if convert is not None:
         return convert(key, value, path, line)
@@ -259,22 +233,19 @@ def _version(key: str, value: Any, path: Path, line: int | None) -> str:
     return str(value)
 
 
-def _folders(key: str, value: Any, path: Path, line: int | None) -> tuple[str, ...]:
+def _strings(key: str, value: Any, path: Path, line: int | None, what: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise _wrong(key, value, path, line, "a list of folder names")
+        raise _wrong(key, value, path, line, what)
     return tuple(value)
 
 
+def _folders(key: str, value: Any, path: Path, line: int | None) -> tuple[str, ...]:
+    return _strings(key, value, path, line, "a list of folder names")
+
+
 def _pass_env(key: str, value: Any, path: Path, line: int | None) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise _wrong(
-            key,
-            value,
-            path,
-            line,
-            "a list of variable names or globs, such as [JAVA_OPTS, 'MYAPP_*']",
-        )
-    for entry in value:
+    what = "a list of variable names or globs, such as [JAVA_OPTS, 'MYAPP_*']"
+    for entry in _strings(key, value, path, line, what):
         problem = pass_env_problem(entry)
         if problem:
             raise ConfigError(f"'pass_env': {problem}", path, key=key, line=line)
@@ -315,25 +286,22 @@ _CONVERTERS: dict[str, Callable[[str, Any, Path, int | None], Any]] = {
     "version": _version,
     "tools_dirs": _folders,
     "prompt_paths": _folders,
-    "pass_env": _pass_env,
     "timeout": _timeout,
-    "limits": _limits,
     "model": _model,
+    "limits": _limits,
+    "pass_env": _pass_env,
 }
+_KNOWN_KEYS = (*_CONVERTERS, *CONFIG_SETTINGS)
 
 
 def _number(value: Any) -> float | None:
     """A YAML number, or the text of one (what an expanded ``${VAR}`` gives)."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
-    if isinstance(value, (int, float)):
+    try:
         return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            return None
-    return None
+    except ValueError:
+        return None
 
 
 def _type_name(value: Any) -> str:

@@ -12,9 +12,6 @@ Compose files and Makefiles:
 - any other ``$`` stays as written: ``$HOME`` is not a reference, only braces are;
 - a ``${`` that is none of the above is an error, found when the file is loaded
   (`malformed`), never a silent literal.
-
-It lives in settings/ (below spec/ in the layers) so both the config file and the spec
-loader can use it; a new kind of reference is added here and nowhere else.
 """
 
 from __future__ import annotations
@@ -44,8 +41,7 @@ class MalformedReference(ExpansionError):
 
 
 def malformed(text: str) -> str | None:
-    """The first malformed ``${...`` in `text` (from the ``${`` on), None when there is
-    none: what a loader reports before anything runs."""
+    """The first malformed ``${...`` in `text` (from the ``${`` on); None: none."""
     for match in _TOKEN.finditer(text):
         if match[0] == "${":
             return text[match.start() :]
@@ -53,10 +49,8 @@ def malformed(text: str) -> str | None:
 
 
 def expand(text: str, environ: Mapping[str, str]) -> str:
-    """`text` with its references taken from `environ` and ``$$`` as ``$``.
-
-    Raises UnsetVariable for ``${NAME}`` whose NAME `environ` lacks, and MalformedReference
-    for a ``${`` that is no reference."""
+    """`text` with its references taken from `environ` and ``$$`` as ``$``; UnsetVariable
+    or MalformedReference when one cannot be."""
 
     def substitute(match: re.Match[str]) -> str:
         if match[0] == "$$":

@@ -1,12 +1,9 @@
-"""The names of the record and match modes, in one place for every front end and file.
+"""The names of the modes, in one place for every front end and file.
 
 Record modes mean what they mean in vcrpy and pytest-recording, plus ``refresh``: replay
-with the live Claude Code and write back what it sent (no upstream, no tokens spent).
-Match modes are explained in `pytest_atom.replay.matching`; each is a module found through
-an entry-point group (`pytest_atom.extensions`). Judge modes say what a
-replay does with a structured session (reflector, planner) whose whole input is unchanged:
-``recall`` takes its recorded answer without starting the CLI, ``rerun`` starts it anyway
-(see `pytest_atom.replay.recall`).
+with the live Claude Code and write back what it sent. Match modes are explained in
+`pytest_atom.replay.matching`. Judge modes say what a replay does with a structured session
+whose whole input is unchanged (`pytest_atom.replay.recall`).
 """
 
 from __future__ import annotations
@@ -18,11 +15,9 @@ from pytest_atom.extensions import declared
 RecordMode = Literal["none", "once", "new_episodes", "all", "refresh"]
 RECORD_MODES: tuple[RecordMode, ...] = ("none", "once", "new_episodes", "all", "refresh")
 
-#: A match mode's name: pytest-atom's (conversation, strict, structural) or one another
-#: distribution declares in the ``pytest_atom.match_modes`` entry-point group.
+#: A match mode's name: one the ``pytest_atom.match_modes`` entry-point group declares
+#: (read from the installed metadata without importing a mode).
 MatchMode = str
-#: The names the ``match`` option offers: the group's, read from the installed metadata
-#: without importing a mode (`pytest_atom.replay.matchers` loads them when replaying).
 MATCH_MODES: tuple[MatchMode, ...] = tuple(p.name for p in declared("pytest_atom.match_modes"))
 DEFAULT_MATCH: MatchMode = "conversation"
 
@@ -34,8 +29,7 @@ SourceKind = Literal["scripted", "replay", "record", "refresh", "rejudge", "cach
 JudgeMode = Literal["recall", "rerun"]
 JUDGE_MODES: tuple[JudgeMode, ...] = ("recall", "rerun")
 
-#: How a spec's set-up result comes back from the user's cache (pytest_atom.setup_cache): cloned or
-#: copied, or never cached (set-up runs every time). Never hard-linked: an attempt's write
-#: would reach the cache.
+#: How a spec's set-up result comes back from the user's cache: cloned or copied, or never
+#: cached. Never hard-linked: an attempt's write would reach the cache.
 SetupCacheMode = Literal["copy", "off"]
 SETUP_CACHE_MODES: tuple[SetupCacheMode, ...] = ("copy", "off")

@@ -78,9 +78,11 @@ class Option:
 
     kind: Kind
     help: str
-    default: str  # as the documentation states it (the value itself is the field's default)
-    #: Raw value in, typed value out, ValueError with the fix; a "choice" row's is made
-    #: from its `choices`.
+    #: The default as the documentation states it; unset: the field's default as written
+    #: (`_shown`).
+    default: str = ""
+    #: Raw value in, typed value out, ValueError with the fix; unset: its kind's
+    #: (`_KIND_PARSERS`), or one made from its `choices`.
     parser: p.Parser | None = None
     metavar: str | None = None
     choices: tuple[str, ...] = ()
@@ -106,8 +108,7 @@ class Option:
 
     def parse(self, value: Any) -> Any:
         """`value` checked and typed by this setting's parser; ValueError with the fix."""
-        parser = self.parser or p.choice(self.choices)
-        return parser(value)
+        return (self.parser or p.choice(self.choices))(value)
 
     @property
     def in_files(self) -> bool:
@@ -164,7 +165,6 @@ class RunSettings:
             "with no cassette; new_episodes: record what does not match; all: record everything "
             "anew; refresh: replay with this Claude Code and rewrite the cassette's requests "
             "(no tokens).",
-            default="none",
             choices=RECORD_MODES,
             scope="test",
         ),
@@ -176,7 +176,6 @@ class RunSettings:
             "conversation (the default): a recorded request matches when the conversation is "
             "the same, whatever Claude Code wraps it in; structural: tool-result text aside too; "
             "strict: the whole request body.",
-            default="conversation",
             choices=MATCH_MODES,
             scope="test",
         ),
@@ -198,8 +197,6 @@ class RunSettings:
         Option(
             "flag",
             "fail a replay whose cassette was recorded with another Claude Code version.",
-            default="false",
-            parser=p.flag,
             ini_note="true or false",
             scope="test",
         ),
@@ -210,8 +207,6 @@ class RunSettings:
             "flag",
             "replay the agent's sessions and record the reflector's anew (after changing "
             "accept: or criteria:), replacing only the reflector's part of each cassette.",
-            default="false",
-            parser=p.flag,
             in_ini=False,
             in_config=False,  # a one-off action
             scope="test",
@@ -224,7 +219,6 @@ class RunSettings:
             "recall (the default): a replay takes the recorded verdict (and plan) without "
             "starting the reflector (planner) when its whole input is unchanged: its request and "
             "the folder it reads; rerun: start it anyway.",
-            default="recall",
             choices=JUDGE_MODES,
             ini_note="recall or rerun",
             scope="test",
@@ -237,7 +231,6 @@ class RunSettings:
         Option(
             "number",
             "reflector score a spec must exceed to pass, unless the spec sets its own (default 0.8).",
-            default="0.8",
             parser=p.threshold,
             metavar="SCORE",
             ini_note="a spec's own `reflector: {threshold}` wins",
@@ -251,7 +244,6 @@ class RunSettings:
             "a criterion's verdict gates only when the judge's calibration for it (`atom "
             "calibrate`) is fresh and its Cohen's kappa is at least KAPPA; otherwise it is "
             "advisory: shown, never failing the spec.",
-            default="none",
             parser=p.kappa,
             metavar="KAPPA",
             ini_note="a criterion's own `min_kappa` wins",
@@ -279,7 +271,6 @@ class RunSettings:
             "where each spec run gets its isolated folder (default: .atom/runs in the project's "
             "root: the folder holding .atom/config.yaml, else pytest's rootdir).",
             default=".atom/runs",
-            parser=p.path,
             metavar="DIR",
             path="dir",
             output=True,
@@ -292,8 +283,6 @@ class RunSettings:
             "path",
             "continue a multi-step spec's interrupted run in RUN_DIR from its latest "
             "committed step (specs whose runs RUN_DIR is not run afresh).",
-            default="none",
-            parser=p.path,
             metavar="RUN_DIR",
             path="dir",
             exists=True,
@@ -307,7 +296,6 @@ class RunSettings:
             "number",
             "after the session, keep the newest N run folders of each spec, and every "
             "failed run of this session (default 10; 0 keeps all).",
-            default="10",
             parser=p.whole(0, " (0 keeps every run folder)"),
             metavar="N",
             outcome=False,
@@ -321,7 +309,6 @@ class RunSettings:
             "(such as 500MB; 0: no bound); the newest of each spec and this session's failures "
             "stay (default 2GB).",
             default="2GB",
-            parser=p.size,
             metavar="SIZE",
             outcome=False,
         ),
@@ -337,7 +324,6 @@ class RunSettings:
             "restored without running them. copy (the default): restored by reflink where the "
             "file system can, else copied, after a check of the entry's content; off: set-up "
             "runs every time.",
-            default="copy",
             choices=SETUP_CACHE_MODES,
             ini_note="copy or off",
         ),
@@ -349,7 +335,6 @@ class RunSettings:
             "after the session, delete the least recently used set-up cache entries until the "
             "cache fits in SIZE (0: no bound; default 5GB); `atom cache prune` does it by hand.",
             default="5GB",
-            parser=p.size,
             metavar="SIZE",
             outcome=False,
         ),
@@ -360,8 +345,6 @@ class RunSettings:
             "paths",
             "spec paths collected by `pytest --atom` when none are given (better: `paths:` in "
             ".atom/config.yaml, which a pytest without pytest-atom never reads).",
-            default="none",
-            parser=p.spec_paths,
             command_line=False,
             outcome=False,
         ),
@@ -373,7 +356,6 @@ class RunSettings:
             "run each spec N times and report its pass rate (Wilson 95 % interval), "
             "pass@k and pass^k, and its mean score and turns with their intervals (default 1; "
             "a spec's own `repeats:` wins).",
-            default="1",
             parser=p.whole(1),
             metavar="N",
             outcome=False,
@@ -402,7 +384,6 @@ class RunSettings:
             "run only these arms of specs with `arms:` (default: every arm); specs "
             "without arms run as usual.",
             default="every arm",
-            parser=p.names,
             metavar="NAME,...",
             in_ini=False,
             in_config=False,
@@ -444,7 +425,6 @@ class RunSettings:
             "transcript of every Claude session into DIR, secrets scrubbed, and the session's "
             "results.json (what `atom results combine` joins across CI shards).",
             default="none",
-            parser=p.path,
             metavar="DIR",
             path="dir",
             output=True,
@@ -458,8 +438,6 @@ class RunSettings:
             "path",
             "write one self-contained HTML report of the run to PATH (transcripts, checks, "
             "verdicts, diffs; secrets scrubbed); `atom view` opens the last one.",
-            default="none",
-            parser=p.path,
             metavar="PATH",
             path="file",
             output=True,
@@ -474,8 +452,6 @@ class RunSettings:
             "write the run's Markdown summary to PATH (outcomes, regressions first, each "
             "failure's first cause, figures, criteria trust; secrets scrubbed); with "
             "$GITHUB_STEP_SUMMARY set, a session appends it there too.",
-            default="none",
-            parser=p.path,
             metavar="PATH",
             path="file",
             output=True,
@@ -489,15 +465,13 @@ class RunSettings:
             "path",
             "compare the run with a baseline (atom baseline save): a regression in outcome, "
             "score, turns, tokens or cost beyond its tolerance fails the run.",
-            default="none",
-            parser=p.path,
             metavar="PATH",
             path="file",
             ini_note="relative to the project's root",
             outcome=False,
         ),
     )
-    #: Per metric, how far it may move the wrong way (`settings.tolerance.parse_tolerance`).
+    #: Per metric, how far it may move the wrong way (`settings.parsers.parse_tolerance`).
     baseline_tolerance: dict[str, float | None] = setting_made(
         dict,
         Option(
@@ -505,7 +479,6 @@ class RunSettings:
             "tolerances for --atom-baseline, e.g. 'turns=0.5 tokens=0.2 duration_s=none' "
             "(a spec's own `baseline: {tolerance: …}` wins).",
             default="the built-in tolerances",
-            parser=p.tolerance,
             command_line=False,
         ),
     )
@@ -519,7 +492,6 @@ class RunSettings:
             "http://localhost:4318) as one trace: spec, attempt, each Claude Code session, "
             "model call and tool call, with the GenAI conventions' tokens and the cost; secrets "
             "scrubbed (pip install 'pytest-atom[otel]').",
-            default="none",
             parser=p.otlp_traces,
             metavar="URL",
             outcome=False,
@@ -533,7 +505,6 @@ class RunSettings:
             "record each run in this history store (`atom history` reads it): a SQLite file "
             "(relative to the project's root; default .atom/history.db), a team's "
             "postgresql://user@host/db (pip install 'pytest-atom[postgres]'), or none.",
-            default=".atom/history.db",
             parser=p.history_store,
             metavar="URL",
             ini_note="a path relative to the project's root, a postgresql:// URL, or none",
@@ -546,8 +517,6 @@ class RunSettings:
             "flag",
             "run only the items (spec, case, arm; all their repeats) that failed in the last "
             "run the history store holds, as pytest --lf does; with none, run everything.",
-            default="false",
-            parser=p.flag,
             in_ini=False,
             in_config=False,  # a one-off selection, like -k
             outcome=False,
@@ -565,8 +534,6 @@ class RunSettings:
             "toolchain, environment, outcome settings) equal those of a passing item in the "
             "history store from the store, marked cached, without starting Claude Code; any "
             "changed input runs it (`atom history why SPEC` names it). A recording never is.",
-            default="false",
-            parser=p.flag,
             ini_note="true or false",
             outcome=False,
         ),
@@ -594,10 +561,36 @@ class RunSettings:
         return None if path is None else root / path
 
 
+#: The parser of each kind of value that has one parser whatever the setting.
+_KIND_PARSERS: dict[Kind, p.Parser] = {
+    "flag": p.flag,
+    "path": p.path,
+    "size": p.size,
+    "names": p.names,
+    "paths": p.spec_paths,
+    "tolerance": p.tolerance,
+}
+
+
+def _shown(default: Any) -> str:
+    """A field's default as the documentation states it: ``false``, ``none``, ``0.8``."""
+    return "false" if default is False else "none" if default in (None, ()) else str(default)
+
+
 def _rows() -> tuple[Option, ...]:
-    """The rows of `RunSettings`' fields, each named for its field."""
+    """The rows of `RunSettings`' fields, each named for its field, its default and parser
+    filled in where the row leaves them to its field and kind."""
     made: list[Field[Any]] = list(fields(RunSettings))
-    return tuple(replace(f.metadata[_ROW], name=f.name) for f in made)
+    return tuple(
+        replace(
+            row,
+            name=f.name,
+            default=row.default or _shown(f.default),
+            parser=row.parser or _KIND_PARSERS.get(row.kind),
+        )
+        for f in made
+        for row in [f.metadata[_ROW]]
+    )
 
 
 #: Every setting's row, in the order of `RunSettings`.

@@ -1,14 +1,9 @@
-"""Output paths checked before any spec runs: the runs folder, ``--atom-report`` and
-``--atom-html``.
-
-A wrong output path (a ``--atom-report`` that names a file, an ``--atom-html`` that names a
-folder, a parent that cannot be created or written, a read-only ``.atom/``) must not surface
-after every spec has run and spent. Both front ends call `output_path_errors` where they read their options, and turn what it says
-into a usage error that names the option, the path and the fix.
+"""Output paths (`Option.output`) checked before any spec runs: a wrong one must not
+surface after every spec has run and spent. Both front ends turn what `output_path_errors`
+says into a usage error naming the option, the path and the fix.
 
 Writability is tried, not inferred from permission bits: root writes through any mode
-bits, and a read-only file system refuses even root. The try creates an unnamed temporary
-file in the nearest folder that exists, and leaves nothing behind.
+bits, and a read-only file system refuses even root.
 """
 
 from __future__ import annotations
@@ -33,9 +28,8 @@ def output_path_errors(
     given: Callable[[Option], bool],
 ) -> list[str]:
     """What is wrong with each output path `settings` name (relative ones under `root`),
-    one message each; empty when all can be written. A message leads with the option as
-    the front end spells it (`flag`) when its command line `given` it, else with where the
-    value came from."""
+    one message each, led by the option as spelled (`flag`) when the command line `given`
+    it, else by where the value came from."""
     errors = []
     for option in OPTIONS:
         if not option.output or option.path is None:
@@ -60,9 +54,8 @@ def _where(option: Option, flag: str, settings: RunSettings) -> str:
 
 
 def output_problem(path: Path, kind: Literal["dir", "file"]) -> str | None:
-    """Why `path` cannot be written as a `kind` (a folder the run fills, or one file), or
-    None when it can: it exists as the other kind, a parent is a file, or the nearest
-    folder that exists refuses a new file."""
+    """Why `path` cannot be written as a `kind` (a folder the run fills, or one file);
+    None when it can."""
     if kind == "dir" and path.exists() and not path.is_dir():
         return "is a file, not a folder: name a folder (it is created if missing)"
     if kind == "file" and path.is_dir():
@@ -80,7 +73,6 @@ def output_problem(path: Path, kind: Literal["dir", "file"]) -> str | None:
 
 
 def _nearest_existing(path: Path) -> Path:
-    """`path`, or its nearest ancestor that exists (a link is taken as what it names)."""
     while not path.exists() and path != path.parent:
         path = path.parent
     return path

@@ -1,9 +1,7 @@
 """The parsers of settings' values: raw value in (text from an ini file or a command line,
-a YAML scalar, click's value), typed value out, or ValueError saying how to fix it.
-
-Each row of the option table (`pytest_atom.settings.options`) names its parser, so a value
-is checked the same on both command lines, in the ini file and in `.atom/config.yaml`. A
-new kind of value gets its parser here; a new setting only picks one in its row.
+a YAML scalar, click's value), typed value out, or ValueError saying how to fix it, the
+same wherever the value was set; and the baseline's tolerances, as settings and a spec's
+`tolerance:` write them.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ Parser = Callable[[Any], Any]
 
 
 def choice(choices: Iterable[str]) -> Callable[[Any], str]:
-    """One of `choices`, as given."""
     options = tuple(choices)
 
     def parse(value: Any) -> str:
@@ -47,44 +44,28 @@ def flag(value: Any) -> bool:
     raise ValueError("use true or false")
 
 
-def _float(value: Any) -> float:
-    """`value` as a number, NaN when it is none (so every range check refuses it)."""
-    try:
-        return math.nan if isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
-        return math.nan
+def _number_in(within: Callable[[float], bool], fix: str) -> Callable[[Any], float]:
+    """A number `within` a range; a boolean or anything float() refuses is outside every one."""
+
+    def parse(value: Any) -> float:
+        try:
+            number = math.nan if isinstance(value, bool) else float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not within(number):
+            raise ValueError(fix)
+        return number
+
+    return parse
 
 
-def threshold(value: Any) -> float:
-    """A reflector score strictly between 0 and 1."""
-    number = _float(value)
-    if not 0 < number < 1:
-        raise ValueError("use a number between 0 and 1, such as 0.8")
-    return number
-
-
-def rate(value: Any) -> float:
-    """A pass rate, 0 to 1 inclusive."""
-    number = _float(value)
-    if not 0 <= number <= 1:
-        raise ValueError("use a pass rate between 0 and 1, such as 0.8")
-    return number
-
-
-def kappa(value: Any) -> float:
-    """Cohen's κ, -1 to 1 inclusive (1: a judge agrees with the labels, 0: as by chance)."""
-    number = _float(value)
-    if not -1 <= number <= 1:
-        raise ValueError("use Cohen's kappa, a number from -1 to 1, such as 0.6")
-    return number
-
-
-def dollars(value: Any) -> float:
-    """A positive, finite amount of US dollars."""
-    number = _float(value)
-    if not (math.isfinite(number) and number > 0):
-        raise ValueError("use an amount of US dollars > 0, such as 2.50")
-    return number
+threshold = _number_in(lambda n: 0 < n < 1, "use a number between 0 and 1, such as 0.8")
+rate = _number_in(lambda n: 0 <= n <= 1, "use a pass rate between 0 and 1, such as 0.8")
+#: Cohen's κ (1: a judge agrees with the labels, 0: as by chance).
+kappa = _number_in(lambda n: -1 <= n <= 1, "use Cohen's kappa, a number from -1 to 1, such as 0.6")
+dollars = _number_in(
+    lambda n: math.isfinite(n) and n > 0, "use an amount of US dollars > 0, such as 2.50"
+)
 
 
 def whole(minimum: int, hint: str = "") -> Callable[[Any], int]:
@@ -99,17 +80,56 @@ def whole(minimum: int, hint: str = "") -> Callable[[Any], int]:
     return parse
 
 
+#: How far each metric may move the wrong way before it is a regression; None: never.
+#: score and pass_rate are absolute drops; the others relative rises (0.25 = 25 %).
+DEFAULT_TOLERANCE: dict[str, float | None] = {
+    "pass_rate": 0.0,
+    "score": 0.05,
+    "turns": 0.25,
+    "tokens": 0.10,
+    "cost_usd": 0.10,
+    "duration_s": None,  # wall time is noisy: shown, not gated unless asked for
+}
+
+
+def parse_tolerance(text: str) -> dict[str, float | None]:
+    """``"turns=0.5, score=0.1, duration_s=0.5, cost_usd=none"`` (the ini option's form)."""
+    found: dict[str, float | None] = {}
+    for part in re.split(r"[,\s]+", text.strip()):
+        if not part:
+            continue
+        name, sep, value = part.partition("=")
+        if not sep or name not in DEFAULT_TOLERANCE:
+            raise ValueError(
+                f"{part!r}: write metric=value with metric one of {', '.join(DEFAULT_TOLERANCE)}"
+            )
+        found[name] = None if value.lower() in ("none", "null", "") else _fraction(name, value)
+    return found
+
+
+def _fraction(name: str, value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number >= 0:
+        raise ValueError(f"tolerance {name}={value!r} must be a number >= 0, or none")
+    return number
+
+
+def format_tolerance(tolerance: Mapping[str, float | None]) -> str:
+    """The inverse of parse_tolerance: how a spec's own tolerances travel as a property."""
+    return ",".join(f"{k}={'none' if v is None else f'{v:g}'}" for k, v in tolerance.items())
+
+
 def tolerance(value: Any) -> dict[str, float | None]:
     """Per-metric tolerances: ``turns=0.5 tokens=0.2``, or a mapping of them."""
-    from pytest_atom.settings.tolerance import parse_tolerance
-
     if isinstance(value, Mapping):
         value = " ".join(f"{k}={v}" for k, v in value.items())
     return parse_tolerance(str(value))
 
 
 def text(value: Any) -> str:
-    """A non-empty string, stripped."""
     if not isinstance(value, str) or not value.strip():
         raise ValueError("use a non-empty string")
     return value.strip()
@@ -155,10 +175,8 @@ def spec_paths(value: Any) -> tuple[Path, ...]:
 
 
 def history_store(value: Any) -> str:
-    """Where the run history goes: a SQLite file's path (or ``sqlite:///path``), a
-    ``postgresql://`` URL, another installed backend's URL, or ``none``; a scheme no
-    installed backend declares (the ``pytest_atom.stores`` entry-point group, read from the
-    metadata without importing a backend) is refused with the choices."""
+    """Where the run history goes: a SQLite file's path, a URL of an installed backend (the
+    ``pytest_atom.stores`` entry-point group, read without importing one), or ``none``."""
     given = text(str(value) if isinstance(value, Path) else value)
     scheme = given.split("://", 1)[0].lower() if "://" in given else ""
     schemes = {p.name for p in declared("pytest_atom.stores")} if scheme else set()
@@ -177,9 +195,8 @@ OTEL_MODULES = ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")
 
 
 def otlp_traces(value: Any) -> str:
-    """An OTLP/HTTP collector's traces URL: ``http(s)://host:port`` gets the standard
-    ``/v1/traces`` path, a URL with a path is used as given. Refused, with the install
-    command, where the ``otel`` extra is not installed: before any spec runs, not after."""
+    """An OTLP/HTTP collector's traces URL (``http(s)://host:port`` gets ``/v1/traces``);
+    refused where the ``otel`` extra is not installed: before any spec runs, not after."""
     given = text(value)
     parts = urlsplit(given)
     if parts.scheme not in ("http", "https") or not parts.netloc:

@@ -2,17 +2,11 @@
 
 A project's root is the folder holding `.atom/config.yaml`, found from the current folder
 upwards as git finds `.git` (`find_project`): `pytest --atom` and `atom run` ask the same
-function, so from any folder of a project both put run folders and `last-run.json` under
-the root's `.atom/runs/` and read `paths:` against the root.
+function, so from any folder of a project both use the root's `.atom/`.
 
-`atom validate` without paths checks the `atom_paths` that `pytest --atom` collects,
-and `atom run` puts its runs under the project's root as `pytest --atom` does. Starting
-a whole pytest configuration (every plugin, every conftest) for one setting would be
-slow and would run a project's code; this module reads the same files in pytest's own
-order instead: the first folder, from the current one upwards, whose `pytest.toml`,
-`.pytest.toml`, `pytest.ini`, `.pytest.ini`, `pyproject.toml` (with a `[tool.pytest]`
-table), `tox.ini` (with `[pytest]`) or `setup.cfg` (with `[tool:pytest]`) holds pytest
-settings.
+Starting a whole pytest configuration (every plugin, every conftest) for one setting would
+be slow and would run a project's code; this module reads pytest's ini files (`INI_NAMES`)
+in pytest's own order instead.
 """
 
 from __future__ import annotations
@@ -70,13 +64,9 @@ class Project:
 def find_project(
     start: Path | None = None, *, config_path: Path | None = None, rootdir: Path | None = None
 ) -> Project:
-    """The project `start` (default: the current folder) belongs to, for every front end.
-
-    `config_path` (``atom run --config``) names the config file; otherwise its root is
-    `project_root`'s. Without a config file every setting has its default and the root is
-    `rootdir` (pytest's own, when pytest asks) or pytest's rootdir as found from `start`.
-    Raises `ConfigError` for a config file that cannot be used.
-    """
+    """The project `start` (default: the current folder) belongs to, for every front end:
+    `config_path`'s (``atom run --config``), else `project_root`'s. ConfigError for a
+    config file that cannot be used."""
     here = (start or Path.cwd()).resolve()
     if config_path is not None:
         config = load_config(config_path, cwd=here)
@@ -88,10 +78,8 @@ def find_project(
 
 def project_root(start: Path | None = None, *, rootdir: Path | None = None) -> Path:
     """Where `.atom/` belongs: the folder holding `.atom/config.yaml`, from `start` (default:
-    the current folder) upwards, as git finds `.git`; then from `rootdir` (pytest's, for a
-    run started outside the project with paths into it); else `rootdir`, else pytest's
-    rootdir (the folder of its ini file, else the nearest folder with one of the files
-    pytest looks for), else `start`."""
+    the current folder) upwards, then from `rootdir` (pytest's, for a run started outside
+    the project); else `rootdir`, else pytest's rootdir from `start`."""
     folder = (start or Path.cwd()).resolve()
     for base in (folder, rootdir) if rootdir is not None else (folder,):
         config = find_config(base)
@@ -102,11 +90,8 @@ def project_root(start: Path | None = None, *, rootdir: Path | None = None) -> P
 
 def default_paths(here: Path, configured: Sequence[Path]) -> list[Path]:
     """What `pytest --atom` and `atom run` take when no path is named, from the folder
-    `here` of a project, as git's commands act on the folder they run in: `configured`
-    (`paths:`, absolute) that lie in `here`, so at the root all of them; in a folder inside
-    one of them, `here` itself (its specs only); in any other folder of the project (a
-    ``tests/``, a ``docs/``), `here` as pytest would collect it and all of `configured`,
-    so the project's specs run from any of its folders. Without `configured`, `here`."""
+    `here`, as git's commands act on the folder they run in: the `configured` paths inside
+    `here`; in a folder inside one of them, `here`; elsewhere, `here` and all of them."""
     here = here.resolve()
     inside = [p for p in configured if p == here or p.is_relative_to(here)]
     if inside:
@@ -117,9 +102,8 @@ def default_paths(here: Path, configured: Sequence[Path]) -> list[Path]:
 
 
 def pytest_rootdir(start: Path | None = None) -> Path:
-    """pytest's rootdir for a run from `start`, which its node ids are relative to: the
-    folder of its ini file, else the nearest folder with one of the files pytest looks for,
-    else `start`."""
+    """pytest's rootdir for a run from `start`: the folder of its ini file, else the
+    nearest folder with one of the files pytest looks for, else `start`."""
     folder = (start or Path.cwd()).resolve()
     ini = find_ini(folder)
     if ini is not None:

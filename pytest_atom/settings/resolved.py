@@ -5,18 +5,13 @@ A setting can come from several places; the first that sets it wins:
 1. the command line (``--atom-record-mode``, or ``atom run --record-mode``);
 2. ``@pytest.mark.atom(record_mode=...)`` on a test;
 3. the ``atom_settings`` fixture (override it in a conftest);
-4. the ini file (``atom_record_mode = ...`` in pytest's settings): still read, but a
-   pytest without pytest-atom warns "Unknown config option" about such a key (an error
-   under ``filterwarnings = error``), so `ini_note` says how to move it;
-5. ``.atom/config.yaml`` (``record_mode: ...``, ``paths: [specs]``), where `atom init`
-   writes them: a file only pytest-atom reads, so a pytest without it never meets them;
-6. the default (`pytest_atom.settings.options.RunSettings`, the one table of settings).
+4. the ini file (``atom_record_mode = ...``): still read, but a pytest without pytest-atom
+   warns "Unknown config option" about such a key, so `ini_note` says how to move it;
+5. ``.atom/config.yaml`` (``record_mode: ...``), a file only pytest-atom reads;
+6. the default (`RunSettings`).
 
-Every layer gives raw values (text from an ini file, YAML scalars, click's parsed values);
-each is checked by its row's parser, and an error names the layer and the key it came
-from. A spec's own keys (``reflector: {threshold: ...}``) are part of the test, like an
-assertion's expected value, and win over `threshold`, which is the default for the specs
-that state none.
+Every layer gives raw values, each checked by its row's parser; an error names the layer
+and the key. A spec's own keys (``reflector: {threshold: ...}``) win over all of these.
 """
 
 from __future__ import annotations
@@ -27,27 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.errors import SettingsError
-from pytest_atom.settings.options import (
-    BY_NAME,
-    INI_SETTINGS,
-    OPTIONS,
-    RunSettings,
-)
-
-__all__ = [
-    "Layer",
-    "SettingsError",
-    "from_here",
-    "ini_note",
-    "parse_setting",
-    "resolve",
-]
+from pytest_atom.settings.options import BY_NAME, INI_SETTINGS, OPTIONS, RunSettings
 
 
 def from_here(values: Mapping[str, Any], here: Path) -> dict[str, Any]:
     """A command line's `values`, its paths made absolute from `here`, the folder the
-    command ran in: ``--atom-runs-dir out`` from a subfolder means that subfolder's ``out``
-    under pytest and under ``atom run`` alike (a file's paths are the project root's)."""
+    command ran in (a file's paths are the project root's)."""
     out = dict(values)
     for option in OPTIONS:
         given = out.get(option.name)
@@ -79,8 +59,7 @@ def parse_setting(name: str, value: Any, where: str) -> Any:
 
 
 def ini_note(keys: Iterable[str], where: str) -> str | None:
-    """The note for pytest-atom keys found in pytest's own ini file (`where`): a pytest
-    without pytest-atom installed warns "Unknown config option" about each. None: none."""
+    """The note for pytest-atom keys found in pytest's own ini file (`where`); None: none."""
     ini_names = {BY_NAME[name].ini_name: name for name in INI_SETTINGS}
     found = sorted(k for k in keys if k in ini_names)
     if not found:

@@ -1,9 +1,5 @@
-"""Arms: variants of one spec (`arms:`), run side by side and compared with a reference.
-
-`pytest_atom.spec_loader.load` turns each arm into a Spec of its own (``name[arm]``, its overlay merged
-over the spec's keys); this module is what front ends do with them: which arms run
-(``--atom-arms``), and the properties that tell a result's arm, which the arm summary
-(`pytest_atom.baseline.measure`) groups by.
+"""Arms: variants of one spec (`arms:`), each loaded as a Spec of its own (``name[arm]``):
+which arms run (``--atom-arms``), and the properties that tell a result's arm.
 """
 
 from __future__ import annotations
@@ -31,8 +27,7 @@ def unknown_arms(names: Sequence[str], seen: Iterable[str | None], option: str) 
 
 
 def arm_properties(spec: Spec) -> dict[str, Any]:
-    """``atom_arm`` and ``atom_arm_reference`` of an arm's run (JUnit, the summary): empty
-    for a spec without arms."""
+    """``atom_arm`` and ``atom_arm_reference`` of an arm's run; empty without arms."""
     if spec.arm is None:
         return {}
     return {"atom_arm": spec.arm, "atom_arm_reference": spec.arm_reference}

@@ -104,8 +104,7 @@ def _check_owned_settings(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
 
 
 def hook_entries(hooks: Mapping[str, Any]) -> Iterator[tuple[Loc, dict[str, Any]]]:
-    """Each hook of Claude Code's ``hooks`` setting with where it sits in it
-    (``("PreToolUse", 0, "hooks", 1)``), in order."""
+    """Each hook of a ``hooks`` setting with where it sits (``("PreToolUse", 0, "hooks", 1)``)."""
     for event, groups in hooks.items():
         for i, group in enumerate(groups if isinstance(groups, list) else []):
             entries = group.get("hooks") if isinstance(group, dict) else None
@@ -115,8 +114,8 @@ def hook_entries(hooks: Mapping[str, Any]) -> Iterator[tuple[Loc, dict[str, Any]
 
 
 def unsandboxed_hooks(options: ClaudeOptions) -> list[tuple[str, str]]:
-    """The spec's hooks that run outside the run's sandbox (``unsandboxed: true``), each as
-    a description and its reason: what `atom validate` and `atom cassette check` name."""
+    """The spec's hooks that run outside the run's sandbox, each as a description and its
+    reason."""
     return [
         (f"hook {label(('claude', 'hooks', *where))} `{hook.get('command')}`", str(hook["reason"]))
         for where, hook in hook_entries(options.hooks or {})
@@ -125,9 +124,8 @@ def unsandboxed_hooks(options: ClaudeOptions) -> list[tuple[str, str]]:
 
 
 def _check_hooks(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
-    """Hooks in one place; a hook's way out of the sandbox is ``unsandboxed: true`` with its
-    ``reason:``, both or neither, as a command check's is: it runs what the agent may have
-    written."""
+    """Hooks in one place; a hook leaves the sandbox with ``unsandboxed: true`` and its
+    ``reason:``, both or neither: it runs what the agent may have written."""
     if m.get("hooks") and "hooks" in (m.get("settings") or {}):
         raise doc.error(
             f"{label(loc + ('settings', 'hooks'))!r} and {label(loc + ('hooks',))!r} both "
@@ -136,7 +134,7 @@ def _check_hooks(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
         )
     for where, hook in hook_entries(m.get("hooks") or {}):
         at = (*loc, "hooks", *where)
-        free, reason = hook.get("unsandboxed", False), hook.get("reason")  # types: the schema's
+        free, reason = hook.get("unsandboxed", False), hook.get("reason")
         if free and not (isinstance(reason, str) and reason.strip()):
             raise doc.error(
                 f"{label(at + ('unsandboxed',))!r} runs the hook outside the run's "
@@ -156,8 +154,7 @@ def _check_hooks(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
 
 def _check_not_in_workspace(doc: Document, loc: Loc, kw: dict[str, Any], workspace: Path) -> None:
     """What `claude:` installs must not replace what the workspace already holds, unless it
-    is that very file or folder: naming the workspace's own `.claude/skills/x` puts it under
-    test (its changes make the cassette stale, `config_hashes`) and installs it as it is."""
+    is that very file or folder (which puts the workspace's own under test)."""
     targets: list[tuple[Loc, str]] = []
     if kw.get("claude_md") is not None:
         targets.append((loc + ("claude_md",), _INSTALLED_AT["claude_md"]))
@@ -177,8 +174,8 @@ def _check_not_in_workspace(doc: Document, loc: Loc, kw: dict[str, Any], workspa
 
 
 def _config_path(doc: Document, loc: Loc, value: str, want: str) -> Path:
-    """A `claude:` path: relative to the spec file, inside its project (`project_root`, as a
-    workspace), existing; a skill is a folder with a SKILL.md."""
+    """A `claude:` path: relative to the spec file, inside its project, existing; a skill is
+    a folder with a SKILL.md."""
     root = project_root(doc.path.parent)
     path = (doc.path.parent / value).resolve()
     if os.path.isabs(value) or outside_project(path, doc.path.parent) is not None:

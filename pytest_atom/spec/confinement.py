@@ -1,11 +1,9 @@
 """Where a spec's paths may point: the project's root, the workspace, the spec's folder.
 
-Every path a spec names on its own side (its workspace, script, oracle, cassette, schema,
-tool results, Claude Code configuration) and the cassette it records to by default are
+Every path a spec names on its own side, and the cassette it records to by default, is
 resolved, every link followed, and must stay inside the project (`outside_project`, the one
-test): a link in the project that leads to the caller's home or ``/etc`` is refused by its
-name before anything is read or written through it, and the error never shows what the
-target holds.
+test): a link to the caller's home or ``/etc`` is refused by its name before anything is
+read or written through it, and the error never shows what the target holds.
 """
 
 from __future__ import annotations
@@ -20,35 +18,33 @@ from pytest_atom.spec.document import Document
 from pytest_atom.spec.types import Loc
 from pytest_atom.spec.validation import label
 
-#: What marks a project's root after a repository: pytest's ini files (the one list).
+#: What marks a project's root after a repository: pytest's ini files (the one list), or
+#: pytest-atom's own settings, the project `atom init` makes.
 _ROOT_FILES = INI_NAMES
-#: ... or pytest-atom's own settings, the project `atom init` makes.
-_ATOM_CONFIG = f"{CONFIG_DIR}/{CONFIG_NAME}"
+_MARKS = (*_ROOT_FILES, f"{CONFIG_DIR}/{CONFIG_NAME}")
 
 
 def project_root(folder: Path) -> Path:
-    """The project a spec in `folder` belongs to, which its workspace and every file it
-    names must stay inside: the top of its git work tree, else the nearest folder with a
-    pytest ini file (pytest's rootdir) or `.atom/config.yaml` (the project `atom init`
-    made), else `folder` itself."""
+    """The project a spec in `folder` belongs to, which every file it names must stay
+    inside: the top of its git work tree, else the nearest folder with one of `_MARKS`,
+    else `folder` itself."""
     folder = folder.resolve()
     chain = (folder, *folder.parents)
     top = next((p for p in chain if (p / ".git").exists()), None)
     if top is not None:
         return top
-    marks = (*_ROOT_FILES, _ATOM_CONFIG)
-    return next((p for p in chain if any((p / f).is_file() for f in marks)), folder)
+    return next((p for p in chain if any((p / f).is_file() for f in _MARKS)), folder)
 
 
 def root_marker(root: Path) -> str:
     if (root / ".git").exists():
         return "git repository"
-    found = next((f for f in (*_ROOT_FILES, _ATOM_CONFIG) if (root / f).is_file()), None)
-    return found or "spec file"
+    return next((f for f in _MARKS if (root / f).is_file()), "spec file")
 
 
 def inside_folder(doc: Document, loc: Loc, value: str, base: str) -> str:
-    """Judged on the text as written, so the rule holds before any file exists."""
+    """`value`, a path relative to `base` that stays inside it: judged on the text as
+    written, so the rule holds before any file exists."""
     norm = os.path.normpath(value)
     if os.path.isabs(value) or norm == ".." or norm.startswith(".." + os.sep):
         raise doc.error(
@@ -68,8 +64,7 @@ def outside_project(path: Path, folder: Path) -> Path | None:
 
 
 def outside_message(what: str, path: Path, root: Path) -> str:
-    """Why `what` (the spec's key and value, or a cassette) at `path` is refused: where it
-    leads and how to fix it; the target's name only, never its contents."""
+    """Why `what` at `path` is refused: where it leads and the fix, never its contents."""
     return (
         f"{what} leads outside the project ({display_path(root)}, the folder of its "
         f"{root_marker(root)}): it resolves to {path.resolve()}; pytest-atom reads and "
@@ -79,9 +74,8 @@ def outside_message(what: str, path: Path, root: Path) -> str:
 
 
 def spec_side(doc: Document, loc: Loc, value: str, want: str | None) -> Path:
-    """A path beside the spec (its script, oracle, cassette, a schema): relative to the
-    spec's folder as written, inside the project once every link is resolved, and existing
-    as a `want` ("file", "folder"; None: may be missing, as a cassette not yet recorded)."""
+    """A path beside the spec: relative to its folder, inside the project once every link
+    is resolved, and existing as a `want` ("file", "folder"; None: may be missing)."""
     inside_folder(doc, loc, value, "the spec file's folder")
     given = doc.path.parent / value
     root = outside_project(given, doc.path.parent)

@@ -32,24 +32,17 @@ class Document:
         self.path = path
         self.values: dict[Loc, yaml.Node] = {}
         self.keys: dict[Loc, yaml.Node] = {}
-        try:  # compose refuses alias bombs before `_build` walks them
+        try:  # compose refuses alias bombs and loops before `_build` walks them
             _, self.data = yamldoc.load(
-                text, _Loader, lambda loader, node: self._build(loader, node, (), ())
+                text, _Loader, lambda loader, node: self._build(loader, node, ())
             )
         except YamlDocError as exc:
             raise SpecError(exc.message, path, exc.line, exc.column) from None
 
-    def _build(
-        self, loader: yaml.SafeLoader, node: yaml.Node, loc: Loc, stack: tuple[int, ...]
-    ) -> Any:
-        if id(node) in stack:
-            raise self.error("recursive YAML alias", node)
+    def _build(self, loader: yaml.SafeLoader, node: yaml.Node, loc: Loc) -> Any:
         self.values[loc] = node
         if isinstance(node, yaml.SequenceNode):
-            return [
-                self._build(loader, item, loc + (i,), stack + (id(node),))
-                for i, item in enumerate(node.value)
-            ]
+            return [self._build(loader, item, loc + (i,)) for i, item in enumerate(node.value)]
         if not isinstance(node, yaml.MappingNode):
             return loader.construct_object(node, deep=True)
         own = sum(1 for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge")
@@ -66,7 +59,7 @@ class Document:
                     raise self.error(f"duplicate key {key!r}", key_node)
                 own_keys.add(key)
             self.keys[loc + (key,)] = key_node
-            out[key] = self._build(loader, value_node, loc + (key,), stack + (id(node),))
+            out[key] = self._build(loader, value_node, loc + (key,))
         return out
 
     def error(

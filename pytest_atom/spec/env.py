@@ -30,10 +30,8 @@ def reserved_env(name: str) -> bool:
 
 
 def expand_env(spec: Spec, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The spec's `env:` with ``${VAR}`` (``${VAR:-default}``) taken from `environ`
-    (default: the process's) and ``$$`` as ``$``, by the rules `.atom/config.yaml` follows
-    too (`pytest_atom.settings.interpolate`); raises EnvError for an unset ``${VAR}``. The
-    loader refused a malformed ``${`` already.
+    """The spec's `env:` expanded from `environ` (default: the process's) by
+    `settings.interpolate`'s rules; EnvError for an unset ``${VAR}``.
 
     A value drawn from a secret-looking variable (``${DB_PASSWORD}``) stays a secret: that
     variable is in the caller's environment under its own name, which every `Scrubber`

@@ -1,9 +1,6 @@
-"""What a spec is: the values a loaded ``*.atom.yaml`` becomes, and its error.
-
-The loader (`pytest_atom.spec_loader.load`) builds these; everything else reads them.
-``spec_schema.json`` is the single source of truth for keys, types and defaults; its check
-kinds' part is written from the kinds (`pytest_atom.checks.kinds`), which also build, label
-and run each `Check`.
+"""What a spec is: the values a loaded ``*.atom.yaml`` becomes (`pytest_atom.spec_loader`
+builds them). ``spec_schema.json`` is the single source of truth for keys, types and
+defaults; its check kinds' part is written from the kinds (`pytest_atom.checks.kinds`).
 """
 
 from __future__ import annotations
@@ -30,22 +27,19 @@ Loc = tuple[str | int, ...]  # where a value sits in the document, e.g. ("specs"
 
 @dataclass(frozen=True)
 class Check:
-    """One deterministic acceptance check; ``params`` are normalized, defaults filled in by
-    its kind (`pytest_atom.checks.kinds`), which the loader builds it through."""
+    """One deterministic acceptance check; ``params`` normalized by its kind."""
 
     kind: str
     params: Mapping[str, Any] = field(hash=False)
     line: int
-
-    #: The label its kind gave it when the loader built it (`CheckKind.describe`); a
-    #: check made by hand, or of a plugin's kind, has none.
+    #: The label its kind gave it (`CheckKind.describe`); a check made by hand, or of a
+    #: plugin's kind, has none.
     label: str | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         """A short label for reports, so a person recognises the entry in their spec."""
         if self.label is not None:
             return self.label
-        # A kind registered by a plugin: its params, compact and capped so a label stays short.
         text = json.dumps(dict(self.params), ensure_ascii=False, separators=(",", ":"), default=str)
         if len(text) > _DESCRIBE_LIMIT:
             text = text[: _DESCRIBE_LIMIT - 1] + "…"
@@ -68,9 +62,9 @@ class ClaudeOptions:
     allowed_tools: tuple[str, ...] = ("Bash", "Edit", "Read", "Write", "Grep", "Glob")
     bare: bool = False
     args: tuple[str, ...] = ()
-    #: The configuration under test (see pytest_atom.agents.claude_code.configuration): CLAUDE.md's text
-    #: (and its file, when the spec named one), skill folders, subagent files and plugin
-    #: folders (absolute), settings and hooks (``--settings``) and MCP servers by name.
+    #: The configuration under test (`agents.claude_code.configuration`): CLAUDE.md's text
+    #: (and its file), skill, subagent and plugin paths (absolute), settings and hooks
+    #: (``--settings``) and MCP servers by name.
     claude_md: str | None = None
     claude_md_file: Path | None = None
     skills: tuple[Path, ...] = ()
@@ -83,9 +77,8 @@ class ClaudeOptions:
 
 @dataclass(frozen=True)
 class AgentChoice:
-    """`agent: {KIND: VALUE}`: the executor is the installed agent kind `kind`
-    (`pytest_atom.agents.protocol.AgentKind`), given `value`: ``{sdk:
-    "package.module:function"}`` is a Claude Agent SDK app (see agents.sdk)."""
+    """`agent: {KIND: VALUE}`: the executor is the installed agent kind `kind`, given
+    `value` (``{sdk: "package.module:function"}``: a Claude Agent SDK app)."""
 
     kind: str
     value: Any = field(hash=False)
@@ -93,29 +86,20 @@ class AgentChoice:
 
 @dataclass(frozen=True)
 class SandboxOptions:
-    """What a spec lets its agent reach beyond its attempt folder, inside Claude Code's sandbox.
+    """What a spec lets its agent reach beyond its attempt folder, inside Claude Code's sandbox."""
 
-    ``network``: domains the sandbox's proxy lets through (``*.example.com`` allowed);
-    ``write``: extra writable paths, relative to the attempt folder (or ``~/`` or absolute).
-    """
-
-    network: tuple[str, ...] = ()
-    write: tuple[str, ...] = ()
+    network: tuple[str, ...] = ()  # domains the sandbox's proxy lets through (``*.x.com`` too)
+    write: tuple[str, ...] = ()  # extra writable paths, relative to the attempt folder
 
 
 @dataclass(frozen=True)
 class ReflectorOptions:
-    """How the reflector judges a run; defaults mirror ``spec_schema.json``.
-
-    ``threshold_set`` tells whether the spec file set ``threshold`` itself: only then does it
-    beat the ini option ``atom_threshold``.
-    """
+    """How the reflector judges a run; defaults mirror ``spec_schema.json``."""
 
     threshold: float = 0.8
     model: str | None = None
-    threshold_set: bool = False
-    #: Reflector sessions per judgement, combined by majority per criterion (odd: no ties).
-    votes: int = 1
+    threshold_set: bool = False  # the spec set `threshold`: only then it beats atom_threshold
+    votes: int = 1  # sessions per judgement, by majority per criterion (odd: no ties)
     #: ``score``: the score passes above the threshold; ``criteria``: every criterion by its
     #: own vote majority, as `claude plugin eval` passes each grader on its own.
     gate: Literal["score", "criteria"] = "score"
@@ -129,11 +113,10 @@ USER_MODEL = "haiku"
 class UserSpec:
     """`user:`: who talks to the agent after the prompt (docs/reference/spec-format.md).
 
-    With `script` the user's turns are these messages, in order, and no model runs; else a
-    model (`model`) plays `persona` after `goal` through a session of its own (role
-    ``user``). The conversation ends when the user says it is done or after `max_turns`
-    messages from the user, the prompt included. `answers` answer the agent's
-    `AskUserQuestion` questions, in order, when no model plays the user.
+    With `script` the user's turns are these messages and no model runs; else `model` plays
+    `persona` after `goal` in a session of its own. The conversation ends when the user says
+    it is done or after `max_turns` messages, the prompt included. `answers` answer the
+    agent's `AskUserQuestion` questions, in order, when no model plays the user.
     """
 
     persona: str = ""
@@ -145,19 +128,16 @@ class UserSpec:
 
     @property
     def simulated(self) -> bool:
-        """A model plays the user (no `script:` turns)."""
         return not self.script
 
 
 @dataclass(frozen=True)
 class CalibrationFloor:
     """What a criterion written as a mapping (`{text, min_kappa, min_samples}`) asks of the
-    judge's calibration (`atom calibrate`) before its verdict may fail a run: Cohen's κ of
-    the judge against the human labels at least `min_kappa`, on at least `min_samples`
-    samples. Below it, stale or missing, the verdict is advisory (judge.trust).
-
-    Either field may be None: `min_kappa` then comes from ``--atom-require-calibration``
-    (none set: any κ), `min_samples` is `DEFAULT_MIN_SAMPLES`.
+    judge's calibration (`atom calibrate`) before its verdict may fail a run: Cohen's κ
+    against the human labels at least `min_kappa`, on at least `min_samples` samples; below
+    it, stale or missing, the verdict is advisory (judge.trust). None: `min_kappa` from
+    ``--atom-require-calibration`` (unset: any κ), `min_samples` `DEFAULT_MIN_SAMPLES`.
     """
 
     min_kappa: float | None = None
@@ -165,20 +145,17 @@ class CalibrationFloor:
     line: int = 0  # where the spec wrote it (0: from the settings alone)
 
     def over(self, kappa: float | None) -> CalibrationFloor:
-        """This floor with the settings' κ (``--atom-require-calibration``) where it names
-        none: the criterion's own is the more specific, and wins."""
+        """This floor with the settings' κ where it names none: the criterion's own wins."""
         return self if self.min_kappa is not None else replace(self, min_kappa=kappa)
 
 
-#: The fewest labelled samples a calibration needs when a floor names none: any
-#: calibration then counts, its κ and interval say how far to trust it.
+#: The fewest labelled samples a calibration needs when a floor names none.
 DEFAULT_MIN_SAMPLES = 1
 
 
 @dataclass(frozen=True)
 class Mark:
-    """One `marks:` entry: a pytest mark's name and its arguments (skip, skipif, xfail or a
-    custom mark's bare name)."""
+    """One `marks:` entry: a pytest mark's name and its arguments."""
 
     name: str
     reason: str | None = None
@@ -208,21 +185,19 @@ class Step:
 class PlanAccept:
     """`plan_accept:`: what a planner's plan must satisfy before any step runs."""
 
-    has_step: str | None = None  # a regex some step id matches (re.search)
+    has_step: str | None = None  # a regex some step id matches
     min_steps: int | None = None
     max_steps: int | None = None
 
 
-#: What a trigger suite (`triggers:`) may measure; the check kind that sees each fire says
-#: so (its ``triggers`` attribute: `pytest_atom.checks.kinds`).
+#: What a trigger suite (`triggers:`) may measure (the check kinds' ``triggers``).
 TRIGGER_COMPONENTS = ("skill", "subagent", "command")
 
 
 @dataclass(frozen=True)
 class Trigger:
-    """One prompt of a trigger suite (`triggers:`): the component it measures, whether the
-    prompt should fire it, and the suite's gates (docs/how-to/triggers.md). `check` is the
-    spec's check that sees it fire (or stay silent, for a prompt that should not)."""
+    """One prompt of a trigger suite (docs/how-to/triggers.md): the component it measures,
+    whether the prompt should fire it, the check that sees it, and the suite's gates."""
 
     component: str  # one of TRIGGER_COMPONENTS
     name: str
@@ -233,7 +208,7 @@ class Trigger:
 
     @property
     def label(self) -> str:
-        """``skill changelog``: the component, as reports name it."""
+        """``skill changelog``."""
         return f"{self.component} {self.name}"
 
 
@@ -247,22 +222,18 @@ class Spec:
     prompt: str
     description: str = ""
     workspace: Path | None = None
-    #: `workspace: {ref: …}`: the git commit whose tree is copied, not the working files.
-    workspace_ref: str | None = None
-    workspace_exclude: tuple[str, ...] = ()  # `workspace: {exclude: […]}` globs
-    #: `include:` globs: pytest-atom's own files the workspace copy keeps (it leaves out
-    #: spec files, their scripts and cassettes and `.atom/` otherwise).
+    workspace_ref: str | None = None  # the git commit whose tree is copied
+    workspace_exclude: tuple[str, ...] = ()
+    #: `include:` globs: pytest-atom's own files (specs, scripts, cassettes, `.atom/`) the
+    #: workspace copy keeps.
     include: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()  # commands run in the attempt folder before the agent
-    #: `setup: {inputs: [...]}`: the workspace files (globs) set-up reads, which key its
-    #: cache (none named: the whole workspace); `setup: {cache: false}` never caches it.
+    #: The workspace files (globs) set-up reads, which key its cache (none: the whole
+    #: workspace), and whether it is cached.
     setup_inputs: tuple[str, ...] = ()
     setup_cache: bool = True
-    #: `env:` as written (``${VAR}`` unexpanded: `expand_env` does it when the spec runs).
-    env: Mapping[str, str] = field(default_factory=dict, hash=False)
-    #: `pass_env:`: caller variables (names or globs) its processes get (environment.py);
-    #: `with_limits` puts `.atom/config.yaml`'s in front.
-    pass_env: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict, hash=False)  # as written (`expand_env`)
+    pass_env: tuple[str, ...] = ()  # caller variables (names or globs) its processes get
     marks: tuple[Mark, ...] = ()  # `marks:`, as pytest marks of the spec's item
     script: Path | None = None
     oracle: Path | None = None  # a known-good solution, run by `atom validate`
@@ -271,21 +242,19 @@ class Spec:
     timeout: float = 600.0
     accept: tuple[Check, ...] = ()
     criteria: tuple[str, ...] = ()
-    #: The calibration floors of criteria written as mappings (`{text, min_kappa,
-    #: min_samples}`), by criterion text; a plain string has none (judge.trust).
+    #: The calibration floors of criteria written as mappings, by criterion text.
     criteria_floors: Mapping[str, CalibrationFloor] = field(default_factory=dict, hash=False)
     xfail: str | None = None
     cassette: Path | None = None
-    #: The command that records `cassette`, with ``{mode}`` for the record mode, when it is
-    #: not the spec's own run's (``pytest --atom``): a calibration's cassette is recorded by
-    #: `atom calibrate`. Every "record it with" hint names it (`replay.recording.record_command`).
+    #: The command that records `cassette` (``{mode}``: the record mode) when it is not
+    #: ``pytest --atom`` (a calibration's is `atom calibrate`): every "record it with" hint.
     record_with: str | None = None
     model: str | None = None
     claude: ClaudeOptions = ClaudeOptions()
     agent: AgentChoice | None = None  # None: Claude Code itself is the executor
     sandbox: SandboxOptions | None = SandboxOptions()  # None: `sandbox: false`, no sandbox
     #: `cache: {trust: [...]}`: what the outcome cache may take on trust though its digest
-    #: cannot see it (`outcome_cache.inputs.TRUSTS`: network, unsandboxed, services).
+    #: cannot see it (`outcome_cache.inputs.TRUSTS`).
     cache_trust: tuple[str, ...] = ()
     attempts: int = 3
     reflector: ReflectorOptions = ReflectorOptions()
@@ -294,37 +263,30 @@ class Spec:
     #: The spec's own `limits:` (the top-level `timeout` folded in); the project's
     #: defaults fill the rest when it runs.
     limits: Limits = field(default_factory=Limits)
-    #: `baseline: {tolerance: …}`: per-metric tolerances for --atom-baseline.
     baseline_tolerance: Mapping[str, float | None] = field(default_factory=dict, hash=False)
-    #: `steps:`: a multi-step spec (then `prompt` lists the steps' prompts, for reports).
-    steps: tuple[Step, ...] = ()
+    steps: tuple[Step, ...] = ()  # then `prompt` lists the steps' prompts, for reports
     session: str = "continue"  # with steps: one conversation ("continue") or one per step
     max_rollbacks: int = 2
-    #: `user:`: a conversation, the agent's turns answered by a (simulated) user.
     user: UserSpec | None = None
-    #: `request:` (planner mode): a planner session turns it into the steps; until then
-    #: `steps` is empty and `prompt` is the request.
+    #: Planner mode: a planner session turns it into the steps; until then `steps` is empty
+    #: and `prompt` is the request.
     request: str | None = None
     plan_accept: PlanAccept | None = None
-    #: `arms:`: which arm of its spec this is (then `name` is ``<spec name>[<arm>]``), and
-    #: whether the others are compared with it.
+    #: Which arm of its spec this is (then `name` is ``<spec name>[<arm>]``), and whether
+    #: the others are compared with it.
     arm: str | None = None
     arm_reference: bool = False
-    #: `cases:`: the id of the case this spec was rendered for (then `name` is
-    #: ``<spec name>[<case id>]``, before any arm), and the case's variables.
+    #: The case this spec was rendered for (then `name` is ``<spec name>[<case id>]``,
+    #: before any arm), and its variables.
     case: str | None = None
     case_vars: Mapping[str, Any] = field(default_factory=dict, hash=False)
-    #: A case's criteria as the spec file writes them, before the case rendered them (empty:
-    #: the same as `criteria`). Its calibration is keyed by these words (`criteria_keys`).
+    #: A case's criteria as the spec file writes them, unrendered (empty: `criteria`).
     criteria_written: tuple[str, ...] = ()
-    #: `repeats:`: how many items (runs) the spec gets, and `pass_at_least:`: how many of
-    #: them must pass (pass^k) for the spec to pass. None: the run's settings decide
-    #: (``--atom-repeat``, ``--atom-pass-at-least``, else every repeat); a suite fills in
-    #: `repeats` once they are known (`with_repeats`).
+    #: How many runs the spec gets, and how many must pass (pass^k); None: the run's
+    #: settings decide (a suite fills in `repeats`: `with_repeats`).
     repeats: int | None = None
     pass_at_least: int | None = None
-    #: `triggers:`: the component this prompt's run measures (the prompt is a case).
-    trigger: Trigger | None = None
+    trigger: Trigger | None = None  # a trigger suite's prompt: the component it measures
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
@@ -334,34 +296,26 @@ class Spec:
 
     @property
     def base_name(self) -> str:
-        """The spec's own name, without its case and arm: what its cases and arms have in
-        common."""
+        """The spec's own name, without its case and arm."""
         name = self.name.removesuffix(f"[{self.arm}]") if self.arm else self.name
         return name.removesuffix(f"[{self.case}]") if self.case else name
 
     @property
     def criteria_keys(self) -> tuple[str, ...]:
         """Each criterion's words as the spec file writes them: what its calibration is
-        keyed by. Every case of a spec shares one judge per criterion, so a templated
-        criterion's calibration pools the samples of all its cases under its template."""
+        keyed by, so a templated criterion's calibration pools all its cases' samples."""
         return self.criteria_written or self.criteria
 
     def with_repeats(self, repeat: int) -> Spec:
         """This spec with its count of runs settled: its own `repeats:` wins over the run's
-        `repeat` (``--atom-repeat``), as its own `reflector: {threshold}` wins over
-        ``--atom-threshold``: the author's statement is part of the test, and its
-        `pass_at_least:` counts passes of exactly those runs."""
+        (``--atom-repeat``): the author's statement is part of the test."""
         return self if self.repeats is not None else replace(self, repeats=repeat)
 
     def with_limits(self, config: AtomConfig | None) -> Spec:
-        """This spec as it runs in its project (`config`: its `.atom/config.yaml`): its own
-        limits over the project's, per key, and the project's `pass_env:` in front of its
-        own (as tox's pass_env). A method of the spec, light on purpose: the run, the
-        outcome cache's input digest and `atom cassette secrets` all read a spec this way.
-
-        The timeout is the spec's (``limits.timeout``, else its top-level ``timeout``), else
-        the project's ``limits.timeout``, else the default 600 s; `Spec.timeout` carries it
-        too, so every report names the timeout that applied.
+        """This spec as it runs in its project (`config`): its own limits over the
+        project's, per key, and the project's `pass_env:` in front of its own. The timeout
+        is the spec's, else the project's ``limits.timeout``, else 600 s; `Spec.timeout`
+        carries it too, so every report names the timeout that applied.
         """
         limits = self.limits.over(config.limits if config is not None else Limits())
         timeout = limits.timeout if limits.timeout is not None else self.timeout

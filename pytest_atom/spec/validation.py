@@ -50,8 +50,7 @@ class Schema:
 
 def schema_with(check_kinds: Mapping[str, Mapping[str, Any]]) -> Schema:
     """The spec schema whose check kinds are `check_kinds` (a kind's name and the JSON schema
-    of its value, in the order messages list them): the loader passes the built-in kinds'
-    fragments (`pytest_atom.checks.kinds`) and a plugin kind's ``customCheck``."""
+    of its value, in the order messages list them)."""
     return _schema(json.dumps(check_kinds))
 
 
@@ -64,12 +63,8 @@ def _schema(check_kinds: str) -> Schema:
 
 
 def validate(doc: Document, schema: Schema) -> None:
-    """Raise every schema error of `doc` at once: one per place, the likeliest cause there.
-
-    Leaves are grouped by the value they are about. Within a group, and across a mapping
-    and its missing keys, the rank decides: an unknown key is reported, not the required
-    key it was probably meant to be (a typo explains both).
-    """
+    """Raise every schema error of `doc` at once: one per place, the likeliest cause there
+    (`_RANK`: an unknown key, not the required key it was probably meant to be)."""
     errors = schema.validator.iter_errors(doc.data)
     leaves = [leaf for error in errors for leaf in _leaves(error)]
     if not leaves:

@@ -1,14 +1,12 @@
 """Which folders are spec workspaces, which no pytest run collects: a cheap test per folder.
 
-A workspace's tests are fixture data, often failing on purpose (the bug is the agent's
-task), and a copy of a project's tests beside the project makes plain pytest abort with
-"import file mismatch". This module is imported by the plugin into every pytest run, so it
-imports nothing heavy: it lists a folder's spec files with one `os.scandir`, and reads YAML
-only where specs are.
+A workspace's tests are fixture data, often failing on purpose, and a copy of a project's
+tests beside the project makes plain pytest abort with "import file mismatch". The plugin
+imports this into every pytest run, so it imports nothing heavy and reads YAML only where
+specs are.
 
 A folder is a workspace when it is ``workspaces/`` beside a spec file, or a folder named as
-`workspace:` by a spec in one of its parent folders. A workspace that holds its own spec
-(``workspace: .`` or ``..``: the project itself) is no fixture, and is collected as usual.
+`workspace:` by a spec in one of its parent folders, unless it holds that spec (the project).
 """
 
 from __future__ import annotations
@@ -39,11 +37,7 @@ def _spec_files(directory: Path) -> tuple[Path, ...]:
 @functools.lru_cache(maxsize=256)
 def declared_workspaces(directory: Path) -> frozenset[Path]:
     """The `workspace:` folders named by the spec files in `directory`, except those that
-    hold `directory` (the project itself).
-
-    Read from the YAML without validating it: a spec with an error (reported when its
-    file is collected) or a plugin's check kind still declares its workspace.
-    """
+    hold `directory`; read without validating, so a spec with an error still declares it."""
     found: set[Path] = set()
     files = _spec_files(directory)
     if not files:
@@ -74,11 +68,8 @@ def _workspace_path(entry: Any) -> str | None:
 
 def is_spec_workspace(directory: Path, root: Path) -> bool:
     """Whether `directory` (absolute) is a spec's fixture workspace, as declared by the
-    specs of its parent folders up to `root` (pytest's rootdir).
-
-    The common case, no spec file above, costs one cached scandir per parent folder and
-    no path resolution.
-    """
+    specs of its parent folders up to `root` (pytest's rootdir); with no spec file above,
+    one cached scandir per parent folder."""
     parent = directory.parent
     folders = [parent]
     if root in parent.parents:

@@ -16,11 +16,7 @@ from pytest_atom.environment import pass_env_problem
 from pytest_atom.errors import SpecError
 from pytest_atom.extensions import declared
 from pytest_atom.settings.interpolate import malformed
-from pytest_atom.spec.claude import (
-    claude_options,
-    reflector_options,
-    sandbox_options,
-)
+from pytest_atom.spec.claude import claude_options, reflector_options, sandbox_options
 from pytest_atom.spec.confinement import inside_folder, outside_project, root_marker, spec_side
 from pytest_atom.spec.document import Document
 from pytest_atom.spec.env import reserved_env
@@ -43,9 +39,8 @@ from pytest_atom.spec.validation import label, regex, schema_with, validate
 
 
 def check_schemas(plugin_kinds: Collection[str]) -> dict[str, dict[str, Any]]:
-    """Each check kind's name and the JSON schema of its value: the installed kinds' own
-    (pytest-atom's and those declared in the ``pytest_atom.check_kinds`` entry-point group),
-    then the kinds a ``pytest_atom_register_checks`` hook added as ``customCheck``."""
+    """Each check kind's name and the JSON schema of its value: the installed kinds' own,
+    then the kinds a ``pytest_atom_register_checks`` hook added, as ``customCheck``."""
     schemas = {kind.name: dict(kind.schema) for kind in KINDS.values()}
     for name in sorted(set(plugin_kinds) - set(schemas)):
         schemas[name] = {"$ref": "#/$defs/customCheck"}
@@ -53,12 +48,8 @@ def check_schemas(plugin_kinds: Collection[str]) -> dict[str, dict[str, Any]]:
 
 
 def trigger_kind(component: str) -> str:
-    """The check kind that sees a trigger suite's component fire: the built-in kind whose
-    ``triggers`` names it (``skill_invoked`` for a skill or a plugin's command)."""
+    """The built-in check kind whose ``triggers`` names a trigger suite's component."""
     return next(k.name for k in KINDS.values() if component in getattr(k, "triggers", ()))
-
-
-# --- schema-valid data -> Spec ----------------------------------------------------------------
 
 
 def _setup(value: list[str] | dict[str, Any]) -> dict[str, Any]:
@@ -89,12 +80,7 @@ def build_spec(doc: Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         kw["attempts"] = int(m["attempts"])
     kw.update(_repeats(doc, loc, m))
     kw.update(_limits(doc, loc, m))
-    spec_side_keys = (
-        ("script", "file"),
-        ("oracle", "file"),
-        ("cassette", None),
-    )
-    for key, want in spec_side_keys:
+    for key, want in (("script", "file"), ("oracle", "file"), ("cassette", None)):
         if m.get(key) is not None:
             kw[key] = spec_side(doc, loc + (key,), m[key], want)
     kw["accept"] = tuple(
@@ -127,8 +113,8 @@ def build_spec(doc: Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
 
 
 def _user(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, UserSpec]:
-    """`user:` (schema-valid): a model user needs a goal to say when it is done; a scripted
-    one has no model to play a persona with."""
+    """`user:`: a model user needs a goal to say when it is done; a scripted one has no
+    model to play a persona with."""
     if "user" not in m:
         return {}
     value = m["user"]
@@ -168,8 +154,8 @@ def _user(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, UserSpec]:
 
 
 def _repeats(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
-    """`repeats:` and `pass_at_least:` (the schema made each a whole number >= 1): the
-    count of passes needs the count of runs beside it, and cannot exceed it."""
+    """`repeats:` and `pass_at_least:`: the count of passes needs the count of runs beside
+    it, and cannot exceed it."""
     kw: dict[str, Any] = {key: int(m[key]) for key in ("repeats", "pass_at_least") if key in m}
     needed, runs = kw.get("pass_at_least"), kw.get("repeats")
     if needed is not None and runs is None:
@@ -208,8 +194,8 @@ def _marks_and_xfail(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, An
 
 
 def _agent(doc: Document, loc: Loc, m: dict[str, Any]) -> AgentChoice | None:
-    """`agent: {KIND: VALUE}`: an installed agent kind (the ``pytest_atom.agents``
-    entry-point group, read without importing one); ``claude-code`` is the default (None)."""
+    """`agent: {KIND: VALUE}`: an installed agent kind (read without importing one);
+    ``claude-code`` is the default (None)."""
     from pytest_atom.agents.protocol import DEFAULT_KIND, GROUP, agent_kind
 
     [(kind, value)] = m["agent"].items()
@@ -234,12 +220,9 @@ def _agent(doc: Document, loc: Loc, m: dict[str, Any]) -> AgentChoice | None:
     return AgentChoice(kind, value)
 
 
-#: The most characters a prompt (`prompt:`, a step's, a planner's `request:`) may hold: about
-#: 250,000 tokens at ~4 characters a token, more than the 200,000-token context window of
-#: Claude's models, so a longer prompt can never be answered, and far beyond any task
-#: written by hand. Refused when the spec loads, naming its line: a 20 MB prompt used to
-#: reach the CLI and end as the agent's failure. Text the agent needs beyond this belongs in
-#: a workspace file it reads.
+#: The most characters a prompt (`prompt:`, a step's, a `request:`) may hold: about 250,000
+#: tokens, more than a Claude model's 200,000-token context window, so a longer prompt can
+#: never be answered; refused when the spec loads, not as the agent's failure.
 PROMPT_LIMIT = 1_000_000
 
 
@@ -301,9 +284,6 @@ def _workspace(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
         raise doc.error(f"{label(at)!r} folder {value!r} {state} (looked for {path})", at)
     kw["workspace"] = path
     return kw
-
-
-#: What marks a project's root, nearest first: pytest's ini files, then a repository.
 
 
 def _env(doc: Document, loc: Loc, mapping: dict[str, Any]) -> dict[str, str]:
@@ -394,8 +374,7 @@ def _criteria(
     doc: Document, loc: Loc, m: dict[str, Any]
 ) -> tuple[tuple[str, ...], dict[str, CalibrationFloor]]:
     """`criteria:`: the texts (a string, or a mapping's `text`) and, by text, the floors of
-    those written as mappings with `min_kappa` or `min_samples` (the schema checked their
-    ranges). A floor is keyed by its text, so a text written twice with a floor is refused."""
+    those with `min_kappa` or `min_samples`; a text written twice with a floor is refused."""
     texts: list[str] = []
     floors: dict[str, CalibrationFloor] = {}
     for i, entry in enumerate(m.get("criteria", [])):
@@ -423,7 +402,7 @@ def _criteria(
 def _plan_accept(doc: Document, loc: Loc, m: dict[str, Any]) -> PlanAccept:
     accept = PlanAccept(**m)
     if accept.has_step is not None:
-        _regex(doc, loc + ("has_step",), accept.has_step)
+        regex(doc, loc + ("has_step",), accept.has_step)
     if accept.min_steps and accept.max_steps and accept.min_steps > accept.max_steps:
         raise doc.error(
             f"'plan_accept' asks for min_steps {accept.min_steps} > max_steps "
@@ -437,10 +416,7 @@ def planned_steps(
     text: str, origin: Path, *, check_kinds: Collection[str] = ()
 ) -> tuple[Step, ...]:
     """A planner's steps (`text`: JSON ``{"steps": [...]}``, saved at `origin`), checked
-    exactly like a spec's hand-written ``steps:``: the same schema, ids and messages.
-
-    Raises SpecError naming `origin` and the line of the plan's JSON at fault.
-    """
+    exactly like a spec's ``steps:``; SpecError names `origin` and the line at fault."""
     schema = schema_with(check_schemas(check_kinds))
     doc = Document(origin, text)
     if not isinstance(doc.data, dict) or set(doc.data) != {"steps"}:
@@ -450,7 +426,7 @@ def planned_steps(
 
 
 def _limits(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
-    """`limits:` and the older top-level `timeout` (``limits.timeout`` wins over it)."""
+    """`limits:` and the top-level `timeout` (``limits.timeout`` wins over it)."""
     limits = {k: v for k, v in (m.get("limits") or {}).items() if v is not None}
     if m.get("timeout") is not None:
         limits.setdefault("timeout", m["timeout"])
@@ -500,8 +476,7 @@ def _check_bare_tools_of_checks(doc: Document, loc: Loc, m: dict[str, Any]) -> N
 
 
 def _check(doc: Document, loc: Loc, entry: dict[str, Any]) -> Check:
-    """One ``accept:`` entry, built through its kind; a kind the loader does not know was
-    registered by a plugin (validation admitted it), and its value is its params as is."""
+    """One ``accept:`` entry, built through its kind; a plugin's kind's value is its params."""
     ((name, value),) = entry.items()
     kind = KINDS.get(name)
     if kind is None:
@@ -509,7 +484,3 @@ def _check(doc: Document, loc: Loc, entry: dict[str, Any]) -> Check:
         return Check(kind=name, params=custom, line=doc.line(loc))
     params = kind.build(Entry(doc, loc + (name,)), value)
     return Check(name, params, doc.line(loc), label=kind.describe(params))
-
-
-def _regex(doc: Document, loc: Loc, pattern: str) -> str:
-    return regex(doc, loc, pattern)

@@ -1,18 +1,9 @@
-"""Load and validate ``*.atom.yaml`` spec files: the entry points, specs and arms.
+"""Load and validate ``*.atom.yaml`` spec files: the entry points, specs, cases and arms.
 
-Specs are written by hand, so every error must say where the problem is. YAML is therefore
-composed into nodes (which know their line and column) before it becomes plain data, and
-JSON-schema errors are mapped back onto those nodes. ``spec_schema.json`` is the single source
-of truth for keys, types and defaults; this module adds only what a schema cannot express:
-paths exist and stay inside their folder, regexes compile, spec names are unique. Each check
-is built by its kind (`pytest_atom.checks.kinds`, which is why the loader sits above the
-checks in the layers); check kinds registered by plugins are passed in as ``check_kinds``
-and added to the schema by name.
-
-The work is split along its concerns, each in its own module: `spec_types` (what a spec
-is), `spec_document` (the YAML and where each value sits), `spec_validation` (schema errors),
-`spec_build` with `spec_claude` and `spec_paths` (data to a `Spec`), `spec_env` (the run's
-environment). The public names stay importable from here.
+Specs are written by hand, so every error says where the problem is: the YAML is composed
+into nodes (`spec.document`) and JSON-schema errors are mapped back onto them
+(`spec.validation`); `build` adds what a schema cannot express. Check kinds registered by
+plugins are passed in as ``check_kinds`` and added to the schema by name.
 """
 
 from __future__ import annotations
@@ -29,40 +20,18 @@ from pytest_atom.datasets.expand import case_view, expand_cases, read_spec_cases
 from pytest_atom.errors import SpecError
 from pytest_atom.paths import SPEC_SUFFIX, default_spec_name
 from pytest_atom.spec.document import Document, show_value
-from pytest_atom.spec.types import (
-    TRIGGER_COMPONENTS,
-    Check,
-    ClaudeOptions,
-    Loc,
-    ReflectorOptions,
-    Spec,
-    Trigger,
-)
+from pytest_atom.spec.types import TRIGGER_COMPONENTS, Check, Loc, Spec, Trigger
 from pytest_atom.spec.validation import Schema, schema_with, validate
 from pytest_atom.spec.workspaces import WORKSPACES_DIR, declared_workspaces
 from pytest_atom.spec_loader.build import build_spec, check_schemas, trigger_kind
-
-__all__ = [  # the public API's names (`pytest_atom._EXPORTS`) and the loader's own
-    "Check",
-    "ClaudeOptions",
-    "ReflectorOptions",
-    "Spec",
-    "SpecError",
-    "load_spec",
-    "load_specs",
-    "merge_overlay",
-    "parse_specs",
-    "spec_files",
-]
 
 
 def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = ()) -> list[Spec]:
     """Every spec of one file, in file order; raises SpecError on the first problem found
     (all of a document's schema errors at once: the first, with the others in its `more`).
 
-    ``check_kinds`` names check kinds registered by plugins (built-in names among them are
-    ignored): an ``accept`` entry of such a kind may hold a mapping, which becomes the check's
-    params as is, or a scalar ``x``, which becomes ``{"value": x}``.
+    ``check_kinds`` names check kinds registered by plugins: an ``accept`` entry of such a
+    kind holds a mapping (its params as is) or a scalar ``x`` (``{"value": x}``).
     """
     file = Path(path).resolve()
     try:
@@ -79,9 +48,8 @@ def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = (
 
 
 def parse_specs(file: Path, text: str, *, check_kinds: Collection[str] = ()) -> list[Spec]:
-    """Every spec of `text`, read as if it were the spec file `file` (an absolute path, the
-    base of its relative paths): `load_specs` without the reading, for specs another format
-    is translated into (`pytest_atom.evalsuite.suites`)."""
+    """Every spec of `text`, read as if it were the spec file `file` (absolute): `load_specs`
+    without the reading, for specs another format is translated into."""
     if isinstance(check_kinds, str):
         raise TypeError("check_kinds must be a collection of kind names, not one string")
     schema = schema_with(check_schemas(check_kinds))
@@ -122,9 +90,8 @@ def parse_specs(file: Path, text: str, *, check_kinds: Collection[str] = ()) -> 
 
 
 def merge_overlay(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
-    """`overlay` over `base` as JSON Merge Patch (RFC 7386) does it: mappings merge key by
-    key, any other value replaces, null removes the key. A list is replaced whole, so an
-    arm's ``skills: []`` means no skills, not the spec's skills plus none."""
+    """`overlay` over `base` as JSON Merge Patch (RFC 7386): mappings merge key by key, any
+    other value (a list too) replaces, null removes the key."""
     out = dict(base)
     for key, value in overlay.items():
         if value is None:
@@ -145,10 +112,9 @@ def _cases(
     cases: list[Case] | None = None,
     free: Collection[str] = (),
 ) -> list[Spec]:
-    """One Spec per case (one per case and arm with `arms:`): the spec's mapping rendered
-    with the case's variables (`pytest_atom.datasets`), then validated and built as any
-    spec, named ``name[case id]`` (``name[case id][arm]``). An inline case's item points
-    at the case's line."""
+    """One Spec per case (and arm), named ``name[case id]`` (``name[case id][arm]``): the
+    spec's mapping rendered with the case's variables, then validated and built as any
+    spec. An inline case's item points at the case's line."""
     specs = []
     for rendered in expand_cases(doc, loc, m, schema, cases, free):
         case = rendered.case
@@ -185,11 +151,10 @@ _LABELS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0
 
 
 def _triggers(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str) -> list[Spec]:
-    """A trigger suite (`triggers:`): one spec per prompt, its case, whose prompt is the
-    case's `prompt` and whose check sees the component fire, or stay silent for a prompt
-    labelled not to fire it (docs/how-to/triggers.md); `{{ trigger }}` renders ``yes`` or
-    ``no``. One attempt of one iteration unless the spec says more: a trial is the agent's
-    first answer, never a retry."""
+    """A trigger suite (`triggers:`, docs/how-to/triggers.md): one spec per prompt, whose
+    check sees the component fire (or stay silent, for a prompt labelled not to fire it).
+    One attempt of one iteration unless the spec says more: a trial is the agent's first
+    answer, never a retry."""
     at = loc + ("triggers",)
     given = m["triggers"]
     if "cases" in m:
@@ -250,11 +215,8 @@ def _written_criteria(m: dict[str, Any]) -> tuple[str, ...]:
 
 def _arms(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str) -> list[Spec]:
     """One Spec per arm: the arm's overlay merged over the spec's keys, then validated and
-    built as any spec, with errors pointing at the arm's own lines where its keys set them.
-
-    An arm keeps its own cassette: ``<name>@<arm>.yaml`` beside where the spec's would be
-    (an arm's own `cassette:` wins); its script is the spec's unless it sets `script:`.
-    """
+    built as any spec (errors name the arm's own lines where its keys set them). An arm
+    keeps its own cassette, ``<name>@<arm>.yaml``, unless it sets `cassette:`."""
     arms: dict[str, dict[str, Any]] = m["arms"]
     marked = [arm for arm, overlay in arms.items() if overlay.get("reference") is True]
     named = m.get("reference_arm")
@@ -330,8 +292,7 @@ _SKIP_DIRS = {"node_modules", "__pycache__", "venv", "build", "dist"}
 
 
 def load_files(files: Iterable[Path], kinds: Iterable[str] = ()) -> list[Spec]:
-    """The specs in `files` (`kinds`: the project's own check kinds), in order, before arms
-    are selected; SpecError names a malformed one."""
+    """The specs in `files` (`kinds`: the project's own check kinds), in order."""
     known = tuple(kinds)
     return [spec for file in files for spec in load_specs(file, check_kinds=known)]
 
@@ -348,8 +309,7 @@ def spec_files(paths: Sequence[Path]) -> list[Path]:
 
 
 def _walk(folder: Path) -> Iterator[Path]:
-    """Spec files below `folder`, skipping hidden folders and spec workspaces (their files
-    are fixture data, as `pytest --atom` treats them)."""
+    """Spec files below `folder`, skipping hidden folders and spec workspaces (fixture data)."""
     for dirpath, dirnames, filenames in os.walk(folder):
         here = Path(dirpath)
         workspaces = declared_workspaces(here)

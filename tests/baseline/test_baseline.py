@@ -25,7 +25,7 @@ from pytest_atom.baseline.compare import (
 )
 from pytest_atom.errors import BaselineError
 from pytest_atom.reports.summary import summary_table
-from pytest_atom.settings.tolerance import parse_tolerance
+from pytest_atom.settings.parsers import parse_tolerance
 from tests.frontends_helpers import FAILS, SLOW, XFAIL, FrontEnds
 from tests.helpers import summary_row as row
 

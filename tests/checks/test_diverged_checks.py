@@ -7,10 +7,10 @@ from pathlib import Path
 
 from pytest_atom.reports.text import failure_report
 from pytest_atom.results.check_result import CheckResult
+from pytest_atom.results.drift import ReplayDivergence
 from pytest_atom.results.record import RunOutcome
-from pytest_atom.results.replay_divergence import ReplayDivergence
 from pytest_atom.results.spec_result import Attempt, SpecResult
-from pytest_atom.spec_loader.load import Spec
+from pytest_atom.spec.types import Spec
 from tests.helpers import built_check
 
 DUMP = "\n".join(f"line {n} of an unchanged file" for n in range(20))

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.results.verdict import NO_VERDICT
+from pytest_atom.results.outcome import NO_VERDICT
 from tests.helpers import VALIDATOR, Scenario, pytester_once, write
 from tests.judge_helpers import WRITE
 

@@ -15,7 +15,7 @@ from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.outcome import judge
 from pytest_atom.results.record import RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
-from pytest_atom.spec_loader.load import Spec
+from pytest_atom.spec.types import Spec
 from tests.helpers import built_check
 
 

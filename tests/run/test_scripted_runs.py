@@ -23,8 +23,8 @@ from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.replay.recall import Recall, SessionInput
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.results import harness_events as hev
+from pytest_atom.results.drift import ReplayDivergence
 from pytest_atom.results.record import IterationRecord
-from pytest_atom.results.replay_divergence import ReplayDivergence
 from pytest_atom.spec.types import ClaudeOptions
 from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import write
