@@ -78,6 +78,18 @@ class SetupCache:
     source: Path | None = None
 
 
+def setup_env(
+    run_dir: Path, env: Mapping[str, str], pass_env: Sequence[str] = ()
+) -> dict[str, str]:
+    """Built from parts as the agent's, git kept from the repository above the run folder,
+    then the spec's `env:` (the set-up benchmark's plain arm runs with it too)."""
+    return {
+        **build_env(run_dir / "setup" / "home", pass_env),
+        "GIT_CEILING_DIRECTORIES": str(run_dir),
+        **env,
+    }
+
+
 def run_setup(
     commands: Sequence[str],
     cwd: Path,
@@ -92,12 +104,7 @@ def run_setup(
     """Run `commands` in `cwd` inside the agent's confinement, with the spec's `env:` and
     `pass_env`. With a `cache`, an entry for the same key is restored instead, and a
     set-up that ran is kept. SandboxUnavailableError: the sandbox runtime cannot run here."""
-    # Built from parts as the agent's, git kept from the repository above the run folder.
-    built = {
-        **build_env(run_dir / "setup" / "home", pass_env),
-        "GIT_CEILING_DIRECTORIES": str(run_dir),
-        **env,
-    }
+    built = setup_env(run_dir, env, pass_env)
     if cache is None:
         return _run(commands, cwd, run_dir, confinement, built, timeout)
     key = setup_key(commands, cwd, built, run_dir=run_dir, inputs=cache.inputs)
