@@ -31,20 +31,6 @@ from pytest_atom.results.outcome import OK_LABELS, Outcome
 from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.settings.parsers import DEFAULT_TOLERANCE, format_tolerance, parse_tolerance
 
-__all__ = [
-    "BASELINE_FORMAT",
-    "Comparison",
-    "Delta",
-    "build_baseline",
-    "compare",
-    "compare_run",
-    "gate_run",
-    "load_baseline",
-    "read_results",
-    "results_file",
-    "write_results",
-]
-
 BASELINE_FORMAT = "pytest-atom/baseline@1"
 RESULTS_FORMAT = "pytest-atom/results@1"
 RESULTS_NAME = "last-run.json"

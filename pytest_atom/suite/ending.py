@@ -30,18 +30,6 @@ from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.thresholds import RepeatGates, tallies
 
-__all__ = [
-    "EXIT_FAILED",
-    "EXIT_INTERRUPTED",
-    "EXIT_MACHINERY",
-    "EXIT_OK",
-    "EXIT_SPENDING_LIMIT",
-    "Ending",
-    "decide",
-    "exit_status",
-    "worst",
-]
-
 EXIT_OK = 0
 #: A spec failed, regressed against the baseline or fell below its threshold.
 EXIT_FAILED = 1

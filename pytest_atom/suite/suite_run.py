@@ -71,8 +71,6 @@ if TYPE_CHECKING:
 
 _Item = TypeVar("_Item")
 
-__all__ = ["SuiteRun", "Summary", "Watcher"]
-
 
 @dataclass(frozen=True)
 class Summary:
