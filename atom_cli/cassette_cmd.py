@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import click
 
 from atom_cli.common import ContentError, atom_paths, collect_specs
-from pytest_atom.audit import Tally, audit_cassettes, unsandboxed_notes
 from pytest_atom.audit.scrubbers import load_project_specs
+from pytest_atom.audit.walk import Tally, audit_cassettes, unsandboxed_notes
 from pytest_atom.errors import CassetteError, SpecError
 from pytest_atom.inert import inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path

@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["GRACE", "PARENT_POLL", "end_with_parent", "kill_process_tree", "spawn"]
-
 #: Seconds the processes left below a supervisor get to end after SIGTERM, before SIGKILL.
 GRACE = 1.0
 

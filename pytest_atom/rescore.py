@@ -58,17 +58,6 @@ if TYPE_CHECKING:
     from pytest_atom.run.harness import Harness
     from pytest_atom.spec.types import Spec
 
-__all__ = [
-    "Rescored",
-    "StoredAttempt",
-    "final_message",
-    "find_run",
-    "judge_again",
-    "rescore_run",
-    "run_case",
-    "stored_attempt",
-]
-
 
 @dataclass(frozen=True)
 class Rescored:

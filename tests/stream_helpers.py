@@ -22,6 +22,7 @@ import httpx
 from pytest_atom.gateway import Gateway, Reply
 from pytest_atom.gateway.server import Meter
 from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.matchers import matcher_for
 from pytest_atom.replay.normalize import Normalizer, run_dates
 from pytest_atom.replay.recording import ModelSource, open_model_source
 from pytest_atom.replay.responder import CassetteResponder
@@ -96,5 +97,5 @@ def replaying(cassette: Path, match: MatchMode = "strict") -> CassetteResponder:
         Normalizer({}, run_dates()),
         Scrubber(),
         replay=True,
-        match=match,
+        matcher=matcher_for(match),
     )

@@ -6,9 +6,3 @@ a request recorded without pytest-atom's placeholders, a malformed interaction, 
 cut short; and the notes a replay copes with); `scrubbers` gives each cassette a Scrubber
 that knows the secrets of the spec it was recorded for.
 """
-
-from __future__ import annotations
-
-from pytest_atom.audit.walk import Finding, Tally, audit_cassettes, unsandboxed_notes
-
-__all__ = ["Finding", "Tally", "audit_cassettes", "unsandboxed_notes"]

@@ -31,20 +31,6 @@ from pytest_atom.results.outcome import OK_LABELS, Outcome
 from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.settings.parsers import DEFAULT_TOLERANCE, format_tolerance, parse_tolerance
 
-__all__ = [
-    "BASELINE_FORMAT",
-    "Comparison",
-    "Delta",
-    "build_baseline",
-    "compare",
-    "compare_run",
-    "gate_run",
-    "load_baseline",
-    "read_results",
-    "results_file",
-    "write_results",
-]
-
 BASELINE_FORMAT = "pytest-atom/baseline@1"
 RESULTS_FORMAT = "pytest-atom/results@1"
 RESULTS_NAME = "last-run.json"
@@ -327,17 +313,6 @@ def compare(
     return Comparison(spec, status, deltas, outcomes[0], outcomes[1], messages)
 
 
-def compare_run(
-    baseline: Mapping[str, Mapping[str, Any]],
-    rows: Iterable[SummaryRow],
-    tolerance: Mapping[str, float | None] | None = None,
-) -> list[Comparison]:
-    """Every spec of a run against the baseline. A spec's own tolerances (the property
-    ``atom_baseline_tolerance``) win over `tolerance` (the ini's), which wins over the
-    defaults."""
-    return gate_run(baseline, rows, tolerance)[0]
-
-
 def deterministic(entry: Mapping[str, Any]) -> bool:
     """Whether an entry's runs were all alike; an old baseline's without per-repeat data
     was, unless its outcomes were mixed."""
@@ -360,7 +335,9 @@ def gate_run(
     *,
     statistical: bool = True,
 ) -> tuple[list[Comparison], GateResult | None]:
-    """`compare_run`, and the statistical gate (`pytest_atom.baseline.gate`) of the specs
+    """Every spec of a run against the baseline (a spec's own tolerances, the property
+    ``atom_baseline_tolerance``, win over `tolerance`, the ini's, which wins over the
+    defaults), and the statistical gate (`pytest_atom.baseline.gate`) of the specs
     that are samples: their runs, now or in the baseline, were not all alike. Those are
     judged by the gate's test, not the fixed tolerances; without `statistical` (one run
     as it ends) their changes are shown, marked "sampled", and judged at the end."""
@@ -423,12 +400,6 @@ def summary_cell(props: Mapping[str, Any]) -> str:
         if isinstance(change, (int, float)) and change and metric != "duration_s":
             moved.append(f"{metric} {_signed(metric, change)}")
     return " ".join([status, *moved])
-
-
-def summary_lines(comparisons: list[Comparison]) -> list[str]:
-    """What the terminal summary says after comparing: regressions first, then the rest."""
-    lines = [f"baseline regression: {m}" for c in comparisons for m in c.messages]
-    return lines + _news(comparisons)
 
 
 def _news(comparisons: list[Comparison]) -> list[str]:

@@ -123,9 +123,6 @@ class GateResult:
                 return answer
         return "PASS"
 
-    def lines(self) -> list[str]:
-        return [line for line, _ in self.flagged_lines()]
-
     def flagged_lines(self) -> list[tuple[str, bool]]:
         """The summary's lines, each with whether it tells of a regression (a front end
         shows those red): the gate's answer, then each spec's and the total's."""

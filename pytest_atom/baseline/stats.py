@@ -32,28 +32,6 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any, TypeVar
 
-__all__ = [
-    "Interval",
-    "bootstrap",
-    "bootstrap_mean",
-    "cmh_drop",
-    "cmh_power",
-    "fisher_drop",
-    "fisher_power",
-    "holm",
-    "mean_interval",
-    "newcombe",
-    "pass_at_k",
-    "pass_hat_k",
-    "plain",
-    "repeats_needed",
-    "signed",
-    "suite_repeats_needed",
-    "t_quantile",
-    "welch",
-    "wilson",
-]
-
 T = TypeVar("T")
 
 CONFIDENCE = 0.95

@@ -28,14 +28,6 @@ if TYPE_CHECKING:
     from pytest_atom.agents.claude_code.srt import ProcessSandbox
     from pytest_atom.results.record import IterationRecord
 
-__all__ = [
-    "default_registry",
-    "needs_sandbox",
-    "register_checks",
-    "run_checks",
-    "unsandboxed_checks",
-]
-
 
 def register_checks(registry: CheckRegistry) -> None:
     """The installed kinds' ``pytest_atom_register_checks``: each kind of `KINDS`."""

@@ -8,14 +8,12 @@ it is written; a test (tests/checks/test_kinds.py) fails while the file and the 
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 from pytest_atom.checks.kinds import BUILTIN_KINDS
-from pytest_atom.spec.types import SPEC_SCHEMA
 
 SCHEMA_FILE = Path(__file__).parents[1] / "spec" / "spec_schema.json"
 #: Where the check kinds start in the file: the ``check`` definition's ``properties``.
@@ -25,13 +23,6 @@ _CHECK_KINDS = re.compile(r'\n    "check": \{\n(?:.*\n)*?      "properties": ', 
 def check_kinds() -> dict[str, Any]:
     """Each built-in kind's name and the JSON schema of its value, in registry order."""
     return {kind.name: dict(kind.schema) for kind in BUILTIN_KINDS}
-
-
-def spec_schema() -> dict[str, Any]:
-    """The spec schema as it should be: the file's, its check kinds the built-in ones."""
-    schema = copy.deepcopy(SPEC_SCHEMA)
-    schema["$defs"]["check"]["properties"] = check_kinds()
-    return schema
 
 
 def schema_text(text: str) -> str:

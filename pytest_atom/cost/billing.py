@@ -28,8 +28,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Billed", "Iteration", "Tokens", "billed", "merge_usage"]
-
 #: What the fold names a usage iteration's kind; a kind not listed is named as given,
 #: without its ``_message`` suffix.
 _KINDS = {"advisor_message": "advisor", "compaction": "compaction", "message": "message"}

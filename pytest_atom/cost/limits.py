@@ -30,8 +30,6 @@ from pytest_atom.cost.spend import Crossing, SpendLimit
 from pytest_atom.cost.usage import CallUsage
 from pytest_atom.events import Event
 
-__all__ = ["LIMIT_KEYS", "Budget", "Limits", "Usage", "parse_limits"]
-
 #: The keys of ``limits:``, in the order reports list them.
 LIMIT_KEYS = ("max_turns", "max_tool_calls", "max_tokens", "max_cost_usd", "timeout")
 _INTEGER_KEYS = frozenset({"max_turns", "max_tool_calls", "max_tokens"})

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 
 from pytest_atom.cost.billing import Billed, Tokens
 
-__all__ = ["PRICES", "Price", "cost_usd", "price_of"]
-
 
 @dataclass(frozen=True)
 class Price:

@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 
 from pytest_atom.errors import SpendingLimitReached
 
-__all__ = ["EXIT_SPENDING_LIMIT", "SPEND_WORDS", "Crossing", "SpendLimit", "SpendingLimitReached"]
-
 
 class Crossing(str):
     """A limit the agent crossed, as the reports word it (``exceeded max_turns: 3 > 2``),

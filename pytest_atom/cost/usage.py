@@ -25,17 +25,6 @@ from typing import Any
 from pytest_atom.cost.billing import Tokens, token_count
 from pytest_atom.events import Event, MessageUsage, Result, SessionStarted, ToolCall
 
-__all__ = [
-    "ROLES",
-    "CallUsage",
-    "Dollars",
-    "RoleUsage",
-    "every_session_tokens",
-    "split_steps",
-    "subagent_cost",
-    "usage_tokens",
-]
-
 #: The kinds of session a spec run reports usage for, in report order: the agent's main
 #: session, its subagents, the judge, the planner, the simulated user; then the steps the
 #: API bills on top of a session's answers (``usage.iterations``), read from the streams:

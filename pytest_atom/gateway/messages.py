@@ -225,11 +225,6 @@ def _index(event: Mapping[str, Any], default: int) -> int:
     return index if isinstance(index, int) and not isinstance(index, bool) else default
 
 
-def stream_billed(text: str) -> Billed:
-    """What an SSE answer billed (`pytest_atom.cost.billing`)."""
-    return billed(fold_sse(text)["usage"])
-
-
 def answer_billed(response: str, asked: Any = None) -> tuple[Billed, str | None] | None:
     """What one Messages-API answer (a JSON message or an SSE stream) billed, and the
     model it is priced as: the one the request `asked` for, else the answer's. None for an
@@ -273,18 +268,6 @@ class Reply:
     billed: Billed = field(default_factory=Billed)
     model: str | None = None
     error: str | None = None
-
-    @property
-    def input_tokens(self) -> int:
-        return self.billed.message.input
-
-    @property
-    def output_tokens(self) -> int:
-        return self.billed.message.output
-
-    @property
-    def cache_read(self) -> int:
-        return self.billed.message.cache_read
 
     def usage_text(self) -> str:
         """``12 in, 3 out, 5 cache read tokens``, then each step billed on top of the answer

@@ -45,17 +45,6 @@ from pytest_atom.reports.markdown import (
 )
 from pytest_atom.words import Scrubbed
 
-__all__ = [
-    "CheckChange",
-    "Deltas",
-    "ItemChange",
-    "RunDiff",
-    "SettingChange",
-    "ToolDivergence",
-    "diff_runs",
-    "first_divergence",
-]
-
 #: Each way a line can change, in the order a comment lists them: what needs a look first.
 _SHOWN = REGRESSED, IMPROVED, CHANGED, ADDED, REMOVED, NOISE = (
     "regressed",

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from pytest_atom.history.records import Column, ItemRecord, RunRecord, columns
 
-__all__ = ["ITEM_ROW", "MIGRATIONS", "SCHEMA_VERSION"]
-
 #: The columns of an item's row that are no field of `ItemRecord`, each with the column it
 #: follows: its place in its run and its run's start (the series index holds both), the
 #: cached flag of version 1, and the totals a listing reads without parsing the roles.

@@ -15,8 +15,6 @@ from pytest_atom.errors import HistoryError
 from pytest_atom.history.sql import SqlStore
 from pytest_atom.history.urls import check_url, display_url, password_source, scrub_passwords
 
-__all__ = ["PostgresStore"]
-
 #: The advisory lock migrations hold: any fixed number; this one spells "atom".
 _MIGRATION_LOCK = 0x61746F6D
 

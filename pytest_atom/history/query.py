@@ -48,24 +48,6 @@ if TYPE_CHECKING:
     from pytest_atom.settings.options import RunSettings
     from pytest_atom.spec.types import Spec
 
-__all__ = [
-    "FAILED_OUTCOMES",
-    "FlakyItem",
-    "FlakyReport",
-    "LastFailed",
-    "SeriesSummary",
-    "SpecRun",
-    "Summary",
-    "Trend",
-    "compare_with_like",
-    "flaky",
-    "last_failed",
-    "like_run",
-    "spec_runs",
-    "spec_runs_lines",
-    "summarize",
-]
-
 PASSES = frozenset({"passed", "xpassed"})
 FAILS = frozenset({"failed", "xfailed"})
 Counts = tuple[int, int]  # (passed, counted)

@@ -18,28 +18,6 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-__all__ = [
-    "ITEM_KINDS",
-    "CheckRow",
-    "Codec",
-    "Column",
-    "CriterionRow",
-    "ItemFigures",
-    "ItemKey",
-    "ItemRecord",
-    "RunRecord",
-    "SeriesKey",
-    "column",
-    "columns",
-    "item_from_dict",
-    "item_to_dict",
-    "new_run_id",
-    "run_from_dict",
-    "run_to_dict",
-    "series_dict",
-    "series_label",
-]
-
 
 class Codec(NamedTuple):
     """How a field's value becomes a column's (`write`) and back (`read`)."""

@@ -22,8 +22,6 @@ from pytest_atom.errors import HistoryError
 from pytest_atom.files import special_kind
 from pytest_atom.history.sql import SqlStore
 
-__all__ = ["BUSY_TIMEOUT_S", "SqliteStore", "check_path"]
-
 #: How long a writer waits for another's transaction before the store counts as locked.
 BUSY_TIMEOUT_S = 30.0
 #: The files SQLite opens for a store: the store itself, its WAL, its shared memory and its

@@ -13,18 +13,6 @@ from urllib.parse import unquote
 
 from pytest_atom.errors import HistoryError
 
-__all__ = [
-    "DEFAULT_STORE",
-    "OFF",
-    "check_url",
-    "display_url",
-    "is_postgres",
-    "password_source",
-    "passwords",
-    "scrub_passwords",
-    "store_url",
-]
-
 #: Where the embedded store lives, relative to the project's root.
 DEFAULT_STORE = ".atom/history.db"
 #: How `--atom-history` turns the store off.

@@ -19,8 +19,6 @@ from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import OFF, store_url
 from pytest_atom.reports.history_view import ComparisonRow, HistoryView, SpecTrend, TrendPoint
 
-__all__ = ["TREND_RUNS", "history_view"]
-
 #: How many runs a trend shows.
 TREND_RUNS = 20
 

@@ -54,24 +54,6 @@ if TYPE_CHECKING:
     from pytest_atom.settings.options import RunSettings
     from pytest_atom.spec.types import Spec
 
-__all__ = [
-    "Imported",
-    "ResultsFile",
-    "claude_version_of",
-    "first_version",
-    "git_state",
-    "identity",
-    "import_files",
-    "item_of_properties",
-    "item_of_spec",
-    "item_record",
-    "outcome_word",
-    "read_file",
-    "run_record",
-    "settings_snapshot",
-    "write_run",
-]
-
 #: Settings that never change an outcome: where files go, how many stay, where the store is.
 _HOUSEKEEPING = frozenset({"keep_runs", "history", "upstream"})
 _HOUSEKEEPING_KINDS = frozenset({"path", "paths", "size"})

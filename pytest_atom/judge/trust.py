@@ -32,8 +32,6 @@ from pytest_atom.prompts import PromptLoader
 from pytest_atom.results.verdict import UNFLOORED, Trust
 from pytest_atom.spec.types import DEFAULT_MIN_SAMPLES, CalibrationFloor, Spec
 
-__all__ = ["criteria_floors", "criteria_trust", "criterion_trust"]
-
 
 def criteria_floors(spec: Spec, require: float | None) -> tuple[CalibrationFloor | None, ...]:
     """Each criterion's floor, in the spec's order: its own (over the setting's `require`),

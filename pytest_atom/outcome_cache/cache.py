@@ -40,14 +40,6 @@ if TYPE_CHECKING:
     from pytest_atom.settings.options import RunSettings
     from pytest_atom.spec.types import Spec
 
-__all__ = [
-    "CACHEABLE_MODES",
-    "OutcomeCache",
-    "cached_result",
-    "session_cache",
-    "uncacheable",
-]
-
 #: The record modes in which a stored outcome may stand in for a run: those that replay.
 CACHEABLE_MODES = ("none", "once")
 #: The stored outcomes that stand in for a run: those a session counts as passing.

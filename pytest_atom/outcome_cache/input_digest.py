@@ -42,8 +42,6 @@ if TYPE_CHECKING:
     from pytest_atom.settings.options import RunSettings
     from pytest_atom.spec.types import Spec
 
-__all__ = ["PARTS", "InputDigest", "describe", "input_digest"]
-
 #: Each fixed part's name and what it covers, in the order `atom history why` names them.
 PARTS: Mapping[str, str] = {
     "spec": "the spec with its case (document, prompt, criteria, case variables, claude: files)",

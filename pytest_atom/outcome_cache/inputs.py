@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from pytest_atom.settings.config import AtomConfig
     from pytest_atom.spec.types import Spec
 
-__all__ = ["TRUSTS", "Reads", "label", "resolved_files", "unseen"]
-
 #: What a spec may trust the cache with (``cache: {trust: [...]}``), each an input the
 #: digest cannot see.
 TRUSTS: Mapping[str, str] = {

@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from pytest_atom.run.harness import Harness
     from pytest_atom.spec.types import Spec
 
-__all__ = ["ItemWhy", "specs_named", "why_items", "why_now"]
-
 #: An item's digest now: (spec, repeat, the code places to hash: a stored item's, None:
 #: this process's) -> its digest, None when an input cannot be read.
 DigestOf = Callable[["Spec", "int | None", "Sequence[str] | None"], "InputDigest | None"]

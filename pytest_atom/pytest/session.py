@@ -186,13 +186,13 @@ class AtomSession:
         if SPEND_WORDS in str(report.longrepr or "") or SPEND_WORDS in str(
             props.get("atom_limit_exceeded", "")
         ):
-            self.suite.limit_reached()  # a spec stopped, or not started, at the limit
+            self.suite.spending_limit = True  # a spec stopped, or not started, at the limit
         outcome = Outcome.from_properties(props) if report.when == "call" else None
         if outcome is not None:
             outcome = _as_reported(outcome, report)
-            self.suite.record(SummaryRow.of(report.nodeid, props, outcome))
+            self.suite.rows.append(SummaryRow.of(report.nodeid, props, outcome))
         elif report.failed:
-            self.suite.record_other_failure()
+            self.suite.other_failures += 1
         if hasattr(report, "atom_views"):
             if report.atom_views is None:  # its failure report says why
                 self.failures[report.nodeid] = report.longreprtext

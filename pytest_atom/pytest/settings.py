@@ -26,8 +26,6 @@ from pytest_atom.settings.resolved import Layer, from_here, resolve
 if TYPE_CHECKING:
     from pytest_atom.suite.suite_run import SuiteRun
 
-__all__ = ["PER_TEST", "SUITE_RUN", "command_line", "pytest_harness", "settings_for", "suite_run"]
-
 #: The `SuiteRun` of a ``pytest --atom`` session.
 SUITE_RUN = pytest.StashKey["SuiteRun"]()
 

@@ -24,7 +24,7 @@ import difflib
 import json
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import InitVar, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -45,7 +45,7 @@ from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.upstream import Forwarding, kept_headers
 from pytest_atom.results.drift import Drift
 from pytest_atom.results.record import UpstreamFault
-from pytest_atom.settings.modes import DEFAULT_MATCH, MatchMode
+from pytest_atom.settings.modes import DEFAULT_MATCH
 from pytest_atom.wire.request import (
     CONVERSATION_KINDS,
     GatewayRequest,
@@ -67,8 +67,6 @@ class CassetteResponder(Forwarding):
     upstream_label: str | None = None  # what the cassette's URIs say instead of a local port
     #: The recording's real credentials (NAME -> value), on forwarded requests only.
     credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
-    #: The match mode by the name users type (--atom-match); sets `matcher` when given.
-    match: InitVar[MatchMode | None] = None
     #: Request kinds always forwarded, never replayed (re-judging forwards the reflector's).
     forward_kinds: frozenset[str] = frozenset()
     #: Request kinds whose system prompt the user owns and a replay matches on (an SDK app's).
@@ -83,9 +81,7 @@ class CassetteResponder(Forwarding):
     #: How a live request finds its recording (`replay.matchers`).
     matcher: Matcher = field(default_factory=lambda: matcher_for(DEFAULT_MATCH))
 
-    def __post_init__(self, match: MatchMode | None) -> None:
-        if match is not None:
-            self.matcher = matcher_for(match)
+    def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._arrival = threading.Condition(self._lock)
         self._released = 0  # recorded requests before this one are no longer waited for

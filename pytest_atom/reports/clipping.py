@@ -18,8 +18,6 @@ from pytest_atom.paths import display_path
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.words import clip
 
-__all__ = ["REPORT_TEXT_LIMIT", "TEXTS_FOLDER", "clip_long_texts"]
-
 #: The most characters of one text a report carries: more than anyone reads on a page,
 #: while a run's data stays well under a megabyte whatever the agent printed.
 REPORT_TEXT_LIMIT = 20_000

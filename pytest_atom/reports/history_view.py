@@ -9,8 +9,6 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-__all__ = ["ComparisonRow", "HistoryView", "SpecTrend", "TrendPoint", "trend_svg"]
-
 
 @dataclass(frozen=True)
 class TrendPoint:

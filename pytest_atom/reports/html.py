@@ -48,18 +48,6 @@ if TYPE_CHECKING:
 
     from pytest_atom.settings.options import RunSettings
 
-__all__ = [
-    "HTML",
-    "LAST_REPORT",
-    "HtmlReport",
-    "fold",
-    "page_rows",
-    "render_html",
-    "report_row",
-    "spec_view",
-    "write_html",
-]
-
 #: The copy of the newest report kept in the runs folder, for `atom view`.
 LAST_REPORT = "last-report.html"
 #: Lines and characters of a text shown before the rest is folded away.

@@ -28,8 +28,6 @@ from pytest_atom.reports.trace import build_trace, trace_sessions, trace_stem
 if TYPE_CHECKING:
     from pytest_atom.results.spec_result import SpecResult
 
-__all__ = ["JSON_TRACE", "JsonTrace", "trace_path", "write_report"]
-
 
 def trace_path(result: SpecResult, report_dir: Path, *, repeat: int | None = None) -> Path:
     folder = report_dir / result.spec.path.name.removesuffix(SPEC_SUFFIX)

@@ -15,8 +15,6 @@ from pytest_atom.reports.properties import result_properties
 if TYPE_CHECKING:
     from pytest_atom.results.spec_result import SpecResult
 
-__all__ = ["JUNIT_PROPERTIES", "JUnitProperties"]
-
 
 class JUnitProperties(ReportFormat[list[tuple[str, object]]]):
     """(name, value) pairs, as pytest's ``record_property`` takes them."""

@@ -48,24 +48,6 @@ if TYPE_CHECKING:
     from pytest_atom.results.spec_result import SpecResult
     from pytest_atom.settings.options import RunSettings
 
-__all__ = [
-    "COMMENT_LIMIT",
-    "MARKDOWN",
-    "STEP_SUMMARY",
-    "SUMMARY_LIMIT",
-    "Beside",
-    "Cut",
-    "MarkdownSummary",
-    "block",
-    "code",
-    "first_cause",
-    "fitted",
-    "html_link",
-    "summary_markdown",
-    "table",
-    "table_row",
-]
-
 #: GitHub's job summary: the file a step appends to, and the most it takes (1 MiB a step;
 #: over it, GitHub drops the step's whole summary).
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"

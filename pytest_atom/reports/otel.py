@@ -51,8 +51,6 @@ from pytest_atom.words import Scrubbed, clip
 if TYPE_CHECKING:
     from pytest_atom.settings.options import RunSettings
 
-__all__ = ["OTEL", "OtelExport", "export", "session_spans", "spec_spans"]
-
 #: A span as data: name, start and end (seconds), attributes, error (None: ok), children.
 Span = dict[str, Any]
 

@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from pytest_atom.results.drift import Drift
     from pytest_atom.results.spec_result import SpecResult, StepResult
 
-__all__ = ["drift_line", "drift_summary", "environment_clue_of", "step_line"]
-
 
 def drift_line(drift: Drift | None) -> str | None:
     """A replay's drift as the one line the terminal, JUnit and the trace show."""

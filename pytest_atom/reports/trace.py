@@ -27,15 +27,6 @@ from pytest_atom.results.record import IterationRecord
 from pytest_atom.results.spec_result import Attempt, CachedFrom, Plan, SpecResult, StepResult
 from pytest_atom.spec.types import CalibrationFloor, Spec
 
-__all__ = [
-    "TRACE_SCHEMA",
-    "TraceSession",
-    "atom_ref",
-    "build_trace",
-    "trace_sessions",
-    "trace_stem",
-]
-
 TRACE_SCHEMA: dict[str, Any] = json.loads(
     Path(__file__).with_name("trace_schema.json").read_text(encoding="utf-8")
 )

@@ -69,7 +69,6 @@ class SummaryRow:
     score: float | None = None
     attempts: int | None = None
     iterations: int | None = None
-    agent_tokens: int | None = None  # the agent's own: main session and subagents
     #: Every session's (the roles' sum): the spec's one figure in every report.
     tokens: int | None = None
     roles: Mapping[str, RoleFigures] = field(default_factory=dict)
@@ -116,7 +115,6 @@ class SummaryRow:
             score=_number(props.get("atom_score")),
             attempts=_whole(props.get("atom_attempts")),
             iterations=_whole(props.get("atom_iterations")),
-            agent_tokens=_whole(tokens),
             tokens=_whole(props.get("atom_tokens", tokens)),
             roles=roles,
             cost_usd=_number(props.get("atom_cost_usd")) or 0.0,

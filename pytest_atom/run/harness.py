@@ -85,10 +85,6 @@ class Harness:
     def report_dir(self) -> Path | None:
         return self.settings.output("report", self.root)
 
-    @property
-    def html(self) -> Path | None:
-        return self.settings.output("html", self.root)
-
     def baseline_gate(self) -> BaselineGate | None:
         """None: no baseline asked for; BaselineError names the file and the fix."""
         path = self.settings.output("baseline", self.root)

@@ -111,11 +111,6 @@ class Option:
         return (self.parser or p.choice(self.choices))(value)
 
     @property
-    def in_files(self) -> bool:
-        """Settable in some file (the ini file or `.atom/config.yaml`)?"""
-        return self.in_ini or self.in_config
-
-    @property
     def pytest_flag(self) -> str:
         return "--atom-" + self.name.replace("_", "-")
 
@@ -600,13 +595,11 @@ BY_NAME = {option.name: option for option in OPTIONS}
 #: The settings a test may set for itself (a mark, the `atom_settings` fixture); the rest
 #: (where runs go, how many stay, how often each spec runs) belong to the whole session.
 PER_TEST = tuple(o.name for o in OPTIONS if o.scope == "test")
-#: The settings pytest's ini file (``atom_NAME``) and `.atom/config.yaml` (``NAME:``) may set.
+#: The settings pytest's ini file (``atom_NAME``) and `.atom/config.yaml` (``NAME:``) may set;
+#: neither sets rejudge and resume (one-off actions), arms (a selection like ``-k``) or a seed
+#: (it reproduces one run; a fixed one would make every run the same sample).
 INI_SETTINGS = tuple(o.name for o in OPTIONS if o.in_ini)
 CONFIG_SETTINGS = tuple(o.name for o in OPTIONS if o.in_config)
-#: The settings some file may set: rejudge and resume are one-off actions, arms a selection
-#: like ``-k``, and a seed reproduces one run (a fixed one would make every run the same
-#: sample).
-FILE_SETTINGS = tuple(o.name for o in OPTIONS if o.in_files)
 #: The settings whose value can change an item's outcome (`Option.outcome`): the outcome
 #: cache's digest holds their values. The rest say where files go, how many stay, what is
 #: selected, reported or gated over repeats, and the seed (a fresh one each session).

@@ -12,7 +12,6 @@ in pytest's own order instead.
 from __future__ import annotations
 
 import configparser
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,14 +29,6 @@ class PytestIni:
 
     path: Path
     values: dict[str, Any] = field(default_factory=dict)
-
-    def paths(self, name: str) -> list[Path]:
-        """An ini option of pytest's type "paths", resolved against the file's folder."""
-        value = self.values.get(name)
-        if value is None:
-            return []
-        items = shlex.split(value) if isinstance(value, str) else [str(v) for v in value]
-        return [(self.path.parent / item).resolve() for item in items]
 
 
 def find_ini(start: Path | None = None) -> PytestIni | None:

@@ -30,18 +30,6 @@ from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.thresholds import RepeatGates, tallies
 
-__all__ = [
-    "EXIT_FAILED",
-    "EXIT_INTERRUPTED",
-    "EXIT_MACHINERY",
-    "EXIT_OK",
-    "EXIT_SPENDING_LIMIT",
-    "Ending",
-    "decide",
-    "exit_status",
-    "worst",
-]
-
 EXIT_OK = 0
 #: A spec failed, regressed against the baseline or fell below its threshold.
 EXIT_FAILED = 1
@@ -97,26 +85,3 @@ def decide(end: Ending) -> int:
 def worst(rows: Sequence[SummaryRow]) -> int:
     """The worst run's `Outcome.exit_status` (0 without runs)."""
     return max((row.outcome.exit_status for row in rows), default=EXIT_OK)
-
-
-def exit_status(
-    rows: Sequence[SummaryRow],
-    *,
-    min_pass_rate: float | None = None,
-    pass_at_least: int | None = None,
-    regressed: bool = False,
-) -> int:
-    """The exit status of `rows` outside pytest: each run's `Outcome.exit_status`, worst
-    first (2 when the machinery failed, else 1 if any spec failed, else 0), then the
-    gates (`decide`)."""
-    status = worst(rows)
-    return decide(
-        Ending(
-            base=status,
-            rows=rows,
-            min_pass_rate=min_pass_rate,
-            pass_at_least=pass_at_least,
-            regressed=regressed,
-            machinery_failed=status == EXIT_MACHINERY,
-        )
-    )

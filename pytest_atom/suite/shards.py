@@ -38,16 +38,6 @@ from pytest_atom.reports.summary import (
 from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.results.thresholds import RepeatGates
 
-__all__ = [
-    "SHARD_RESULTS",
-    "VIEWS_OF",
-    "ShardResults",
-    "combine",
-    "read_shard",
-    "summary_lines",
-    "write_shard",
-]
-
 #: A shard's results file, in its ``--atom-report`` folder.
 SHARD_RESULTS = "results.json"
 #: The report format whose views (`ReportFormat.view`) a results file keeps, as each run's

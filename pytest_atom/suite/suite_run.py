@@ -5,7 +5,7 @@ The stages, in order:
 - collect: pytest's collectors hand each file's specs to `collected`; `arms_problem` then
   checks ``--atom-arms`` against every arm seen;
 - run: pytest's items, each showing its events to the `Watcher` when one watches (`atom
-  run`'s live progress), and whose reports the session plugin turns into rows (`record`);
+  run`'s live progress), and whose reports the session plugin turns into `rows`;
 - summary: `finish`, `compare` (the baseline gate, once), `summary`;
 - exit status: `exit_status`, the only place a suite's status is decided;
 - history: `finish` records the session in the history store, once (a worker's items
@@ -70,8 +70,6 @@ if TYPE_CHECKING:
     from pytest_atom.spec.types import Spec
 
 _Item = TypeVar("_Item")
-
-__all__ = ["SuiteRun", "Summary", "Watcher"]
 
 
 @dataclass(frozen=True)
@@ -184,21 +182,9 @@ class SuiteRun:
         settings = self.harness.settings
         return RepeatGates(settings.pass_at_least, settings.min_pass_rate)
 
-    def record(self, row: SummaryRow) -> None:
-        """A spec run pytest ran (its report's figures)."""
-        self.rows.append(row)
-
     def history_item(self, nodeid: str, data: dict[str, Any]) -> None:
         """A run's history item as its report carried it, from whichever process ran it."""
         self.history_items[nodeid] = (item_from_dict(data["item"]), data.get("claude"))
-
-    def record_other_failure(self) -> None:
-        """A failed report that is not a spec run."""
-        self.other_failures += 1
-
-    def limit_reached(self) -> None:
-        """A spec stopped, or did not start, at the spending limit."""
-        self.spending_limit = True
 
     # --- summary -------------------------------------------------------------------------
 

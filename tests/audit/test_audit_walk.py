@@ -8,7 +8,7 @@ import secrets
 import shutil
 from pathlib import Path
 
-from pytest_atom.audit import Finding, Tally, audit_cassettes
+from pytest_atom.audit.walk import Finding, Tally, audit_cassettes
 from tests.helpers import CREATE_FILE, old_cassette
 
 

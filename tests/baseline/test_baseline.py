@@ -13,14 +13,14 @@ from click.testing import CliRunner
 from atom_cli.baseline_cmd import baseline
 from pytest_atom.baseline.compare import (
     BASELINE_FORMAT,
+    BaselineGate,
     build_baseline,
     compare,
-    compare_run,
     dump_baseline,
+    gate_run,
     load_baseline,
     read_results,
     summary_cell,
-    summary_lines,
     write_results,
 )
 from pytest_atom.errors import BaselineError
@@ -91,32 +91,41 @@ def test_within_tolerance_and_time_are_not_regressions() -> None:
     }
 
 
-def test_improvements_are_reported_never_failed() -> None:
+def _gate(path: Path, *before: Any) -> BaselineGate:
+    """The ``--atom-baseline`` gate of a baseline saved from the runs `before`."""
+    return BaselineGate(dump_baseline(build_baseline(before), path))
+
+
+def test_improvements_are_reported_never_failed(tmp_path: Path) -> None:
     comparison = compare(SPEC, entry(outcome="failed", atom_score=0.3), entry(atom_turns=2))
     assert comparison.status == "improved" and comparison.messages == ()
-    [line] = summary_lines([comparison])
+    gate = _gate(tmp_path / "b.json", row(SPEC, "failed", props(atom_score=0.3)))
+    assert not gate.finish([row(SPEC, "passed", props(atom_turns=2))])
+    [line] = gate.lines()
     assert line == (
         "baseline: specs/x.atom.yaml::x: improved: pass_rate 0 -> 1, score 0.3 -> 0.9, turns 4 -> 2"
     )
 
 
-def test_a_spec_missing_from_the_baseline_is_new() -> None:
-    [comparison] = compare_run({}, [row(SPEC, "passed", props())])
+def test_a_spec_missing_from_the_baseline_is_new(tmp_path: Path) -> None:
+    gate = _gate(tmp_path / "b.json")
+    gate.finish([row(SPEC, "passed", props())])
+    [comparison] = gate.comparisons
     assert comparison.status == "new"
-    assert summary_lines([comparison]) == [f"baseline: {SPEC}: new (not in the baseline)"]
+    assert gate.lines() == [f"baseline: {SPEC}: new (not in the baseline)"]
 
 
 def test_tolerances_spec_over_ini_over_defaults() -> None:
     before = {SPEC: entry()}
     rows = [row(SPEC, "passed", props(atom_turns=8, atom_duration_s=9.0))]
     # The ini allows +100 % turns but gates time at +50 %: time now regresses.
-    [ini] = compare_run(before, rows, parse_tolerance("turns=1, duration_s=0.5"))
+    [ini] = gate_run(before, rows, parse_tolerance("turns=1, duration_s=0.5"))[0]
     assert [d.metric for d in ini.deltas if d.status == "regression"] == ["duration_s"]
     # The spec's own tolerance (a property of its runs) wins over the ini's.
     own = [
         row(SPEC, "passed", {**rows[0].properties, "atom_baseline_tolerance": "duration_s=none"})
     ]
-    [spec] = compare_run(before, own, parse_tolerance("turns=1 duration_s=0.5"))
+    [spec] = gate_run(before, own, parse_tolerance("turns=1 duration_s=0.5"))[0]
     assert spec.status == "same"
 
 
@@ -145,7 +154,7 @@ def test_repeats_become_one_entry_with_a_pass_rate() -> None:
         "deterministic": False,
     }
     # One pass in two against one in one is no evidence of a drop: inconclusive, not failed.
-    [comparison] = compare_run({SPEC: entry()}, rows)
+    [comparison] = gate_run({SPEC: entry()}, rows)[0]
     assert comparison.status == "inconclusive" and comparison.messages == ()
 
 
@@ -274,14 +283,14 @@ def test_save_then_compare_over_a_real_run(front_ends: FrontEnds, tmp_path: Path
     assert saved.exit_code == 0, saved.output
     path = tmp_path / ".atom" / "baseline.json"
     rows = read_results(last)
-    assert [c.status for c in compare_run(load_baseline(path), rows)] == ["same"] * 3
+    assert [c.status for c in gate_run(load_baseline(path), rows)[0]] == ["same"] * 3
 
     lower = json.loads(path.read_text())
     tokens = lower["specs"][SLOW]["tokens"]
     lower["specs"][SLOW]["tokens"] = tokens // 2
     lower["specs"][XFAIL]["score"] = 0.5
     dump_baseline(lower, tmp_path / "lower.json")
-    compared = {c.spec: c for c in compare_run(load_baseline(tmp_path / "lower.json"), rows)}
+    compared = {c.spec: c for c in gate_run(load_baseline(tmp_path / "lower.json"), rows)[0]}
     assert compared[SLOW].messages == (
         f"{SLOW}: tokens rose from {tokens // 2} to {tokens} (tolerance 10%)",
     )

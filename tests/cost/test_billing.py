@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 
 from pytest_atom.cost.billing import Billed, Iteration, Tokens, billed, merge_usage
 from pytest_atom.cost.prices import PRICES, cost_usd, price_of
-from pytest_atom.gateway.messages import fold_sse, stream_billed
+from pytest_atom.gateway.messages import fold_sse
 from pytest_atom.gateway.server import Meter
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
@@ -60,7 +60,7 @@ def test_nested_counts_and_iterations_follow_the_same_rule() -> None:
 
 
 def test_compaction_stream_bills_the_cached_tokens_and_the_compaction_step() -> None:
-    used = stream_billed(streams.COMPACTION)
+    used = billed(fold_sse(streams.COMPACTION)["usage"])
     assert used.message == Tokens(3, 200, 55096, 16914)
     assert used.message.total == streams.COMPACTION_CLI_TOKENS  # Claude Code's figure
     assert used.iterations == (Iteration("compaction", None, Tokens(150, 33)),)
@@ -82,13 +82,13 @@ def test_a_real_compaction_stream_bills_the_sum_of_its_iterations() -> None:
     from tests.real_streams import RecordedStream
 
     body = RecordedStream.load("test_anthropic_compaction_usage_with_cache_streaming").body
-    used = stream_billed(body)
+    used = billed(fold_sse(body)["usage"])
     assert used.tokens == 100 + 83 + 55096 + 181 + 8
     assert used.by_kind()["compaction"] == 100 + 83  # its cache read is in the top level
 
 
 def test_advisor_stream_bills_the_advisor_model_apart() -> None:
-    used = stream_billed(streams.ADVISOR_STREAM)
+    used = billed(fold_sse(streams.ADVISOR_STREAM)["usage"])
     assert used.message.total == streams.ADVISOR_MESSAGE_TOKENS
     assert used.tokens == streams.ADVISOR_BILLED
     assert used.by_kind() == {"message": 19496, "advisor": 2561}
@@ -96,7 +96,7 @@ def test_advisor_stream_bills_the_advisor_model_apart() -> None:
 
 
 def test_server_tool_use_is_counted() -> None:
-    used = stream_billed(streams.SEARCH_STREAM)
+    used = billed(fold_sse(streams.SEARCH_STREAM)["usage"])
     assert used.tokens == streams.SEARCH_BILLED
     assert used.server_tool_use == {"web_search_requests": 1, "web_fetch_requests": 1}
     assert used.web_search_requests == 1
@@ -134,7 +134,7 @@ def test_the_fold_gives_what_the_realistic_upstream_sent() -> None:
         for body in (first, later, helper):
             answer = upstream.answer(body)
             stream = b"".join(upstream.events(answer)).decode()
-            used = stream_billed(stream)
+            used = billed(fold_sse(stream)["usage"])
             sent = answer.usage
             assert used.message == Tokens(
                 sent.input_tokens,
@@ -182,13 +182,13 @@ def test_an_unknown_model_is_priced_as_the_cli_prices_one() -> None:
 
 def test_cost_prices_each_step_at_its_own_model_and_searches_per_request() -> None:
     opus, fable = price_of(streams.MODEL), price_of(streams.ADVISOR)
-    used = stream_billed(streams.ADVISOR_STREAM)
+    used = billed(fold_sse(streams.ADVISOR_STREAM)["usage"])
     message = (
         5 * opus.input + 291 * opus.output + 18000 * opus.cache_read + 1200 * opus.cache_write_5m
     ) / 1e6
     advisor = (2100 * fable.input + 461 * fable.output) / 1e6
     assert cost_usd(used, streams.MODEL) == pytest.approx(message + advisor)
-    search = stream_billed(streams.SEARCH_STREAM)
+    search = billed(fold_sse(streams.SEARCH_STREAM)["usage"])
     tokens = (10682 * opus.input + 510 * opus.output) / 1e6
     assert cost_usd(search, streams.MODEL) == pytest.approx(tokens + 0.01)
     us = Billed(Tokens(1_000_000), inference_geo="us")
@@ -236,7 +236,7 @@ def _model_usage(tokens: Tokens) -> dict[str, int]:
 
 def test_compaction_gets_a_role_and_counts_in_the_totals(tmp_path: Path) -> None:
     """Claude Code counts the answer's top-level usage (72,213); the API billed 72,396."""
-    used = stream_billed(streams.COMPACTION)
+    used = billed(fold_sse(streams.COMPACTION)["usage"])
     top = {
         "input_tokens": 3,
         "output_tokens": 200,
@@ -271,7 +271,7 @@ def test_compaction_gets_a_role_and_counts_in_the_totals(tmp_path: Path) -> None
 
 def test_the_advisor_gets_a_role_and_is_no_subagent(tmp_path: Path) -> None:
     """Claude Code files the advisor's tokens under its model in modelUsage."""
-    used = stream_billed(streams.ADVISOR_STREAM)
+    used = billed(fold_sse(streams.ADVISOR_STREAM)["usage"])
     top = {
         "input_tokens": 5,
         "output_tokens": 291,

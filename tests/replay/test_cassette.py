@@ -26,6 +26,7 @@ from pytest_atom.gateway.messages import coalesce_sse, message, parse_sse, sse_s
 from pytest_atom.replay import fastyaml
 from pytest_atom.replay.cassette import FORMAT, Cassette, Interaction
 from pytest_atom.replay.divergence import Divergence, describe_difference
+from pytest_atom.replay.matchers import matcher_for
 from pytest_atom.replay.normalize import Normalizer
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
@@ -687,7 +688,7 @@ def test_a_long_text_shows_each_changed_part_with_context_not_the_whole_text() -
 
 
 def test_divergence_without_anything_recorded_of_its_kind(tmp_path: Path) -> None:
-    responder = replayer([], tmp_path, match="strict")
+    responder = replayer([], tmp_path, matcher=matcher_for("strict"))
     with serve(responder) as gateway:
         assert post(gateway, title_body()).status_code == 409
     (divergence,) = responder.divergences
@@ -711,7 +712,7 @@ def test_claude_codes_own_requests_get_a_stand_in_when_unrecorded(tmp_path: Path
 def test_structural_match_serves_with_drift_others_diverge(tmp_path: Path) -> None:
     rec = recorded(turn_body(result="3 passed"), reply_msg("recorded answer"))
     live = turn_body(result="1 failed, 2 passed")
-    structural = replayer([rec], tmp_path, match="structural")
+    structural = replayer([rec], tmp_path, matcher=matcher_for("structural"))
     with serve(structural) as gateway:
         served = post(gateway, live)
     assert served.status_code == 200 and served.json() == reply_msg("recorded answer")
@@ -720,11 +721,11 @@ def test_structural_match_serves_with_drift_others_diverge(tmp_path: Path) -> No
     with serve(structural) as gateway:  # played once: a structural match does not repeat it
         assert post(gateway, live).status_code == 409
     for mode in ("conversation", "strict"):
-        other = replayer([rec], tmp_path, match=mode)
+        other = replayer([rec], tmp_path, matcher=matcher_for(mode))
         with serve(other) as gateway:
             assert post(gateway, live).status_code == 409
         assert len(other.divergences) == 1 and other.drift.replayed == 0
-    with serve(replayer([rec], tmp_path, match="structural")) as gateway:
+    with serve(replayer([rec], tmp_path, matcher=matcher_for("structural"))) as gateway:
         assert post(gateway, turn_body(prompt="Something else.")).status_code == 409
 
 

@@ -271,7 +271,7 @@ def test_changed_atom_prompt_diverges(tmp_path: Path, monkeypatch: pytest.Monkey
 def old_responder(match: MatchMode) -> CassetteResponder:
     """The 2.1.197 cassette served as a replay would serve it, in match mode `match`."""
     old = Cassette.load(REPO / "tests" / "data" / "cli_2_1_197" / CASSETTE)
-    return CassetteResponder(old, Normalizer({}), Scrubber(env={}), match=match)
+    return CassetteResponder(old, Normalizer({}), Scrubber(env={}), matcher=matcher_for(match))
 
 
 def test_strict_blames_the_old_release_for_the_same_conversation(
@@ -323,7 +323,7 @@ def test_refresh_then_strict_replay(old_refreshed: Path) -> None:
         matcher_for("strict").key("turn", b) for b in pins
     ]
     responder = CassetteResponder(
-        Cassette.load(refreshed), Normalizer({}), Scrubber(env={}), match="strict"
+        Cassette.load(refreshed), Normalizer({}), Scrubber(env={}), matcher=matcher_for("strict")
     )
     with Gateway(responder) as gateway:
         for body in pins:

@@ -105,9 +105,9 @@ def test_the_responder_takes_a_mode_by_its_name(tmp_path: Path) -> None:
         )
 
     assert responder().matcher is matchers()[DEFAULT_MATCH]
-    assert responder(match="strict").matcher is matchers()["strict"]
+    assert responder(matcher=matcher_for("strict")).matcher is matchers()["strict"]
     with pytest.raises(ValueError, match="unknown match mode"):
-        responder(match="loose")
+        matcher_for("loose")
 
 
 def test_each_mode_module_holds_one_registered_matcher() -> None:

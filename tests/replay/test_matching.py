@@ -286,7 +286,7 @@ def test_a_changed_user_text_is_the_conversation_whatever_the_version(tmp_path: 
 
 def test_strict_blames_the_version_only_when_the_conversation_is_the_same(tmp_path: Any) -> None:
     live = {**turn_body(), "max_tokens": 64000}
-    responder = diverge(tmp_path, live, turn_body(), match="strict")
+    responder = diverge(tmp_path, live, turn_body(), matcher=matcher_for("strict"))
     assert responder.divergences[0].where() == ("cli", [])
     assert causes(tmp_path, responder, "2.1.331").startswith(
         "likely cause: recorded with another Claude Code version (2.1.330; this run 2.1.331), "
@@ -314,7 +314,9 @@ def test_a_machine_line_as_the_only_difference_is_named(
         entry = {"role": "system", "content": [{"type": "text", "text": text}]}
         return {**turn_body(), "messages": [*turn_body()["messages"], entry]}
 
-    responder = diverge(tmp_path, body(live_line), body(recorded_line), match="strict")
+    responder = diverge(
+        tmp_path, body(live_line), body(recorded_line), matcher=matcher_for("strict")
+    )
     where, labels = responder.divergences[0].where()
     assert where == "machine" and len(labels) == 1 and label in labels[0]
     lead = causes(tmp_path, responder, "2.1.331")

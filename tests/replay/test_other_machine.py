@@ -22,6 +22,7 @@ import pytest
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.gateway import Gateway
 from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.matchers import matcher_for
 from pytest_atom.replay.normalize import Normalizer
 from pytest_atom.replay.recording import ModelSource, divergence_report
 from pytest_atom.replay.responder import CassetteResponder
@@ -115,4 +116,6 @@ def test_a_machine_detail_left_unmasked_is_named_as_the_cause(
 def theirs(cassette: Path, match: MatchMode) -> CassetteResponder:
     """The other machine's cassette served as a replay serves it (its details masked on
     load), in match mode `match`."""
-    return CassetteResponder(Cassette.load(cassette), Normalizer({}), Scrubber(env={}), match=match)
+    return CassetteResponder(
+        Cassette.load(cassette), Normalizer({}), Scrubber(env={}), matcher=matcher_for(match)
+    )

@@ -20,6 +20,7 @@ import pytest
 from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.messages import coalesce_sse, fold_sse
 from pytest_atom.replay.cassette import FAULT_HEADER, Cassette
+from pytest_atom.replay.matchers import matcher_for
 from pytest_atom.replay.normalize import Normalizer
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
@@ -305,7 +306,11 @@ def replay(tape: CassetteResponder, match: MatchMode, bodies: list[Any]) -> list
     loaded again as a run loads its cassette."""
     path = Cassette(tape.cassette.path, tape.finished_interactions()).save()
     player = CassetteResponder(
-        Cassette.load(path), Normalizer({}), Scrubber(env={}), replay=True, match=match
+        Cassette.load(path),
+        Normalizer({}),
+        Scrubber(env={}),
+        replay=True,
+        matcher=matcher_for(match),
     )
     with Gateway(player) as gateway:
         answers = [httpx.post(f"{gateway.url}/v1/messages", json=body) for body in bodies]

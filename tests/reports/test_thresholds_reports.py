@@ -123,7 +123,7 @@ def test_the_html_report_shows_k_of_n_with_the_threshold(project: Path) -> None:
     suite = SuiteRun(host_harness({}))
     runs = repeated_runs(project, "pfp", "repeats: 3\npass_at_least: 2\n")
     for n, result in enumerate(runs, 1):
-        suite.record(row_of(result, n))
+        suite.rows.append(row_of(result, n))
     views = {
         row.nodeid: spec_view(r, repeat=n)
         for n, (row, r) in enumerate(zip(suite.rows, runs, strict=True), 1)

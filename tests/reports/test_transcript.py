@@ -109,7 +109,8 @@ def test_fold_sse_keeps_unparsable_tool_input_as_text_and_skips_broken_events() 
 
 def test_read_reply_of_a_stream_counts_tokens_and_reports_an_error_event() -> None:
     reply = read_reply(SPLIT_STREAM, 200)
-    assert (reply.input_tokens, reply.output_tokens, reply.cache_read) == (10, 7, 4)
+    used = reply.billed.message
+    assert (used.input, used.output, used.cache_read) == (10, 7, 4)
     assert reply.usage_text() == "10 in, 7 out, 4 cache read tokens"
     assert reply.error is None
     broken = SPLIT_STREAM + _sse(
@@ -121,7 +122,7 @@ def test_read_reply_of_a_stream_counts_tokens_and_reports_an_error_event() -> No
 def test_read_reply_of_json_bodies_and_bare_error_statuses() -> None:
     msg = message("m", "opus", [{"type": "text", "text": "ok"}], input_tokens=5, output_tokens=1)
     reply = read_reply(json.dumps(msg), 200)
-    assert reply.blocks == [{"type": "text", "text": "ok"}] and reply.input_tokens == 5
+    assert reply.blocks == [{"type": "text", "text": "ok"}] and reply.billed.message.input == 5
     assert read_reply('{"type": "error"}', 200).error == "HTTP 200"
     assert read_reply("", 502).error == "HTTP 502"
 

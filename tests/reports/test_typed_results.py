@@ -15,7 +15,6 @@ def test_the_gate_flags_its_regressions_without_reading_its_text() -> None:
         {"a.atom.yaml::x": ((10, 10), (0, 10)), "b.atom.yaml::REGRESSION": ((5, 10), (5, 10))}
     )
     flagged = answer.flagged_lines()
-    assert [line for line, _ in flagged] == answer.lines()
     red = [line for line, is_red in flagged if is_red]
     assert red[0].startswith("baseline gate: REGRESSION")
     assert any("a.atom.yaml::x: REGRESSION" in line for line in red)

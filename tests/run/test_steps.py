@@ -30,7 +30,7 @@ from pytest_atom.results.spec_result import Attempt, Rollback, SpecResult, StepR
 from pytest_atom.results.verdict import CriterionVerdict, Verdict
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir, step_spec, step_task
-from pytest_atom.settings.options import FILE_SETTINGS
+from pytest_atom.settings.options import CONFIG_SETTINGS, INI_SETTINGS
 from pytest_atom.settings.resolved import Layer, resolve
 from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import REPO, ShippedRun, bash, write
@@ -442,7 +442,7 @@ def test_resume_refuses_what_it_cannot_continue(tmp_path: Path) -> None:
 
 
 def test_resume_is_a_command_line_setting_only(pytester: pytest.Pytester) -> None:
-    assert "resume" not in FILE_SETTINGS
+    assert "resume" not in (*INI_SETTINGS, *CONFIG_SETTINGS)
     assert resolve([Layer("the command line", {"resume": "runs/x"})]).resume == Path("runs/x")
     pytester.runpytest("--help").stdout.fnmatch_lines(["*--atom-resume=RUN_DIR*"])
     help_text = CliRunner().invoke(main, ["run", "--help"]).output

@@ -20,7 +20,6 @@ from pytest_atom.pytest.settings import pytest_harness
 from pytest_atom.settings.options import (
     BY_NAME,
     CONFIG_SETTINGS,
-    FILE_SETTINGS,
     INI_NAMES,
     INI_SETTINGS,
     OPTIONS,
@@ -57,7 +56,6 @@ def test_every_setting_has_one_row() -> None:
     names = [o.name for o in OPTIONS]
     assert len(names) == len(set(names))
     assert names == [f.name for f in dataclasses.fields(RunSettings)]
-    assert FILE_SETTINGS == tuple(o.name for o in OPTIONS if o.in_files)
     assert INI_SETTINGS == tuple(o.name for o in OPTIONS if o.in_ini)
     assert CONFIG_SETTINGS == tuple(o.name for o in OPTIONS if o.in_config)
 
@@ -163,7 +161,7 @@ def test_pytest_takes_command_line_paths_from_the_invocation_folder(
     assert config.rootpath == pytester.path
     harness = pytest_harness(config)
     assert harness.runs_dir == sub / "out"
-    assert harness.html == sub / "r.html"
+    assert harness.settings.output("html", harness.root) == sub / "r.html"
     assert harness.settings.resume == sub / "old-run"
     assert harness.report_dir == pytester.path / "reports"  # a file's path: the root's
 

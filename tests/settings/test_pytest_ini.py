@@ -6,8 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.settings.project import find_ini, project_root
+from pytest_atom.run.harness import file_layers
+from pytest_atom.settings.config import load_config
+from pytest_atom.settings.project import PytestIni, find_ini, project_root
+from pytest_atom.settings.resolved import resolve
 from tests.helpers import write
+
+
+def spec_paths(ini: PytestIni) -> list[Path]:
+    """The spec paths `ini` gives, resolved as `atom run` does (`atom_cli.common.atom_paths`)."""
+    root = ini.path.parent
+    return resolve(file_layers(ini.values, load_config(cwd=root))).spec_paths(root)
 
 
 @pytest.mark.parametrize(
@@ -25,8 +34,7 @@ def test_atom_paths_from_each_kind_of_file(tmp_path: Path, name: str, text: str)
     write(tmp_path / name, text)
     ini = find_ini(tmp_path / "deep" / "below")  # searched upwards, as pytest does
     assert ini is not None and ini.path == tmp_path / name
-    assert ini.paths("atom_paths") == [tmp_path / "specs", tmp_path / "more specs"]
-    assert ini.paths("atom_nothing") == []
+    assert spec_paths(ini) == [tmp_path / "specs", tmp_path / "more specs"]
 
 
 def test_files_without_pytest_settings_are_passed_by(tmp_path: Path) -> None:
@@ -42,7 +50,7 @@ def test_pytest_ini_wins_over_pyproject_in_the_same_folder(tmp_path: Path) -> No
     write(tmp_path / "pyproject.toml", "[tool.pytest.ini_options]\natom_paths = ['a']\n")
     write(tmp_path / "pytest.ini", "")  # a pytest.ini counts even when empty
     ini = find_ini(tmp_path)
-    assert ini is not None and ini.path.name == "pytest.ini" and ini.paths("atom_paths") == []
+    assert ini is not None and ini.path.name == "pytest.ini" and spec_paths(ini) == []
 
 
 def test_project_root(tmp_path: Path) -> None:

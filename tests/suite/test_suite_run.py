@@ -50,7 +50,7 @@ def ended(suite: SuiteRun) -> int:
 
 def ran(suite: SuiteRun, result: SpecResult, repeat: int | None = None) -> None:
     """A finished run, reported to the suite as pytest's item reports it."""
-    suite.record(row_of(result, repeat))
+    suite.rows.append(row_of(result, repeat))
 
 
 def test_a_suite_whose_runs_all_passed_exits_0_and_one_with_a_failed_run_exits_1(
@@ -101,16 +101,16 @@ def test_a_failure_outside_the_spec_runs_is_never_gated_away_in_pytest(project: 
     for others, status in ((0, 0), (1, 1)):
         suite = suite_of(min_pass_rate="0.5")
         for row in rows:
-            suite.record(row)
+            suite.rows.append(row)
         for _ in range(others):
-            suite.record_other_failure()
+            suite.other_failures += 1
         assert suite.exit_status(1) == status
 
 
 def test_pytest_keeps_its_own_status_where_no_gate_applies(project: Path) -> None:
     suite = suite_of(min_pass_rate="0.5")
     assert suite.exit_status(5) == 5  # no tests collected: no runs to gate
-    suite.record(summary_row("x.atom.yaml::x", "passed", {}))
+    suite.rows.append(summary_row("x.atom.yaml::x", "passed", {}))
     assert suite.exit_status(3) == 3  # pytest's internal error: rates never hide it
 
 
@@ -150,7 +150,7 @@ def test_the_spending_limit_exits_2_and_says_what_did_not_run(project: Path) -> 
         f"not run: {SPEND_WORDS} is reached: $0.0200 spent of the $0.0100 limit "
         "(--atom-max-cost-usd)"
     )
-    suite.limit_reached()
+    suite.spending_limit = True
     assert ended(suite) == 2
     assert suite.summary(None).spending == (
         "spending limit reached: $0.0200 spent of the $0.0100 limit (--atom-max-cost-usd); "
@@ -162,8 +162,8 @@ def test_pytest_s_spending_limit_from_a_report_exits_2_over_its_own_status(
     project: Path,
 ) -> None:
     suite = suite_of()
-    suite.record(summary_row("x.atom.yaml::x", "passed", {}))
-    suite.limit_reached()
+    suite.rows.append(summary_row("x.atom.yaml::x", "passed", {}))
+    suite.spending_limit = True
     assert suite.exit_status(0) == 2
     assert suite.summary(None).spending == (
         "spending limit reached (--atom-max-cost-usd); exit status 2"

@@ -38,8 +38,6 @@ from pytest_atom.words import shorten
 if TYPE_CHECKING:
     from pytest_atom.checks.trajectory import Trajectory
 
-__all__ = ["KIND", "WRITE_TOOLS", "comparable", "divergences", "load_expected", "normal_result"]
-
 #: Tools whose result is the CLI's own wording of a success: compared as success or error.
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 _REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.DOTALL)
