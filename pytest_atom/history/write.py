@@ -36,8 +36,6 @@ from pytest_atom import __version__
 from pytest_atom.baseline.compare import read_results
 from pytest_atom.errors import BaselineError, HistoryError
 from pytest_atom.history.records import (
-    CheckRow,
-    CriterionRow,
     ItemRecord,
     RunRecord,
     item_from_dict,
@@ -46,11 +44,11 @@ from pytest_atom.history.records import (
 )
 from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import display_url, store_url
+from pytest_atom.results.spec_result import CheckRow, CriterionRow, SpecResult
 from pytest_atom.settings.options import OPTIONS
 
 if TYPE_CHECKING:
     from pytest_atom.replay.scrub import Scrubber
-    from pytest_atom.results.spec_result import SpecResult
     from pytest_atom.settings.options import RunSettings
     from pytest_atom.spec.types import Spec
 
@@ -131,10 +129,7 @@ def item_record(
     executor = [r for a in result.all_attempts for r in a.records]
     cached = result.cached_from
     if cached is not None:  # the stored item's account of the agent's work stands
-        checks = tuple(CheckRow(c.name, c.passed, c.detail) for c in cached.checks)
-        criteria = tuple(
-            CriterionRow(c.text, c.score, c.passed, c.reasons) for c in cached.criteria
-        )
+        checks, criteria = cached.checks, cached.criteria
     return ItemRecord(
         run_id=run_id,
         spec=spec,
