@@ -219,13 +219,12 @@ def cached_result(
     from pytest_atom.reports.text import TEXT  # the format a result renders its report with
 
     folder = Path(stored.run_folder) if stored.run_folder else None
-    threshold = spec.reflector.threshold if spec.reflector.threshold_set else settings.threshold
     return SpecResult(
         spec=spec,
         run_dir=folder if folder is not None and folder.is_dir() else Path(),
         attempts=[],
         duration=seconds,
-        threshold=threshold,
+        threshold=spec.reflector.threshold_or(settings.threshold),
         source="cached",
         renderer=TEXT.render,
         digest=found.value,
