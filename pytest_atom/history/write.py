@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_atom import __version__
 from pytest_atom.baseline.compare import read_results
+from pytest_atom.diffs import project_git
 from pytest_atom.errors import BaselineError, HistoryError
 from pytest_atom.history.records import (
     ItemRecord,
@@ -231,21 +231,10 @@ def item_of_properties(
 
 def git_state(root: Path) -> tuple[str | None, bool]:
     """The project's commit and whether its tree differs from it (None, False: no git)."""
-
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(
-                ["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=False
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout if done.returncode == 0 else None
-
-    commit = git("rev-parse", "HEAD")
+    commit = project_git(root, "rev-parse", "HEAD")
     if commit is None:
         return None, False
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return commit.strip(), bool(status and status.strip())
+    return commit, bool(project_git(root, "status", "--porcelain", "--untracked-files=no"))
 
 
 def _jsonable(value: Any) -> Any:
