@@ -33,14 +33,13 @@ from pytest_atom.history import sql
 from pytest_atom.history.query import flaky, spec_runs, summarize
 from pytest_atom.history.records import (
     TIME,
-    CheckRow,
-    CriterionRow,
     ItemRecord,
     RunRecord,
     new_run_id,
 )
 from pytest_atom.history.sql import SqlStore
 from pytest_atom.history.store import open_store
+from pytest_atom.results.spec_result import CheckRow, CriterionRow
 
 
 def fill(path: Path, runs: int, specs: int, per_run: int) -> None:

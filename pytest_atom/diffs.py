@@ -3,7 +3,8 @@ file-by-file comparison that follows no link and opens no special file (a link t
 made to the caller's home shows as the link, never as what it leads to).
 
 A leaf below everything that shows a change (the reflector's evidence, traces, the HTML
-report) and the workspace copy that makes the snapshot: none of them owns the others.
+report) and the workspace copy that makes the snapshot: none of them owns the others. `git`
+is how every git command of pytest-atom runs (`project_git` on the user's own project).
 """
 
 from __future__ import annotations
@@ -34,11 +35,11 @@ def changes(folder: Path, exclude: Sequence[str] = ()) -> str | None:
         return None  # a `.git` the agent linked elsewhere is no snapshot of this folder
     index = folder / ".git" / "atom-diff-index"
     try:
-        _git(folder, "rev-parse", "--verify", "--quiet", SNAPSHOT_REF)
+        git(folder, "rev-parse", "--verify", "--quiet", SNAPSHOT_REF, snapshot=True)
         env = {"GIT_INDEX_FILE": str(index)}
-        _git(folder, "read-tree", SNAPSHOT_REF, env=env)
-        _git(folder, "add", "--all", env=env)
-        return _git(
+        git(folder, "read-tree", SNAPSHOT_REF, env=env, snapshot=True)
+        git(folder, "add", "--all", env=env, snapshot=True)
+        return git(
             folder,
             "-c",
             "core.quotepath=off",
@@ -51,6 +52,7 @@ def changes(folder: Path, exclude: Sequence[str] = ()) -> str | None:
             ".",
             *(f":(exclude){path}" for path in exclude),
             env=env,
+            snapshot=True,
         )
     except WorkspaceError:
         return None
@@ -58,37 +60,50 @@ def changes(folder: Path, exclude: Sequence[str] = ()) -> str | None:
         index.unlink(missing_ok=True)
 
 
-def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    # Built from parts, as every process of a run (environment.py): the caller's git
-    # settings (GIT_DIR, GIT_INDEX_FILE, ...) and config files never change a snapshot.
-    full = passed()
-    full.update(SNAPSHOT_ENV)
-    full.update(env or {})
+def git(
+    cwd: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    snapshot: bool = False,
+    timeout: float | None = None,
+) -> str:
+    """`git args` in `cwd`: what it printed; WorkspaceError when git is missing, fails or
+    outlasts `timeout`. Its environment is built from parts, as every process of a run's
+    (environment.py): `environment.passed`, then `SNAPSHOT_ENV` and `SNAPSHOT_FLAGS` with
+    `snapshot` (an attempt's snapshot repository, made and read alike on every machine),
+    then `env`; the caller's git settings (GIT_DIR, GIT_INDEX_FILE, ...) never reach it."""
+    full = {**passed(), **(SNAPSHOT_ENV if snapshot else {}), **(env or {})}
+    flags = SNAPSHOT_FLAGS if snapshot else ()
     try:
         done = subprocess.run(
-            [
-                "git",
-                "-c",
-                "core.autocrlf=false",
-                "-c",
-                "commit.gpgsign=false",
-                "-c",
-                "gc.auto=0",
-                *args,
-            ],
+            ["git", *flags, *args],
             cwd=cwd,
             env=full,
             capture_output=True,
+            timeout=timeout,
             check=False,
         )
     except FileNotFoundError:
         raise WorkspaceError(
             "git is not installed, and the workspace is in a git work tree"
         ) from None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise WorkspaceError(f"`git {' '.join(args)}` could not run in {cwd}: {exc}") from None
     if done.returncode != 0:
         problem = done.stderr.decode("utf-8", "replace").strip()
         raise WorkspaceError(f"`git {' '.join(args)}` failed in {cwd}: {problem}")
     return done.stdout.decode("utf-8", "surrogateescape")
+
+
+def project_git(root: Path, *args: str) -> str | None:
+    """`git args` on the user's own project (its commit, its state, its log), stripped;
+    None when git is missing, fails or takes over 30 s. The caller's HOME passes, so the
+    user's git configuration (``safe.directory``, say) applies."""
+    home = {"HOME": os.environ["HOME"]} if "HOME" in os.environ else None
+    try:
+        return git(root, *args, env=home, timeout=30).strip()
+    except WorkspaceError:
+        return None
 
 
 #: What an attempt folder holds that is not the agent's work: its prompt, the harness's folder.
@@ -183,3 +198,5 @@ SNAPSHOT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_CONFIG_GLOBAL": os.devnull,
 }
+#: ... and no line-ending conversion, signing or housekeeping of the machine's.
+SNAPSHOT_FLAGS = ("-c", "core.autocrlf=false", "-c", "commit.gpgsign=false", "-c", "gc.auto=0")

@@ -11,8 +11,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.history.records import CheckRow, CriterionRow, ItemRecord, RunRecord, new_run_id
+from pytest_atom.history.records import ItemRecord, RunRecord, new_run_id
 from pytest_atom.history.store import open_store
+from pytest_atom.results.spec_result import CheckRow, CriterionRow
 
 __all__ = ["add_run", "make_item", "make_run"]
 

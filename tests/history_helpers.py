@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.history.records import CheckRow, CriterionRow, ItemRecord, RunRecord, new_run_id
+from pytest_atom.history.records import ItemRecord, RunRecord, new_run_id
 from pytest_atom.history.sql import SqlStore
+from pytest_atom.results.spec_result import CheckRow, CriterionRow
 
 __all__ = [
     "GUARDED_PASSWORD",

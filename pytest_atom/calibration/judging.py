@@ -176,8 +176,7 @@ class _Judge:
         spec = self.variant.spec_for(case)
         folder = self.run_dir / "samples" / self.variant.name / sample.path.stem
         _materialize(sample, folder)
-        reflector = self.spec.reflector
-        threshold = reflector.threshold if reflector.threshold_set else self.settings.threshold
+        threshold = self.spec.reflector.threshold_or(self.settings.threshold)
         session = session_input(spec, sample, threshold, self.prompts())
         agents = AgentFactory(spec, self.run_dir, self.env, self.claude_bin)
         votes = []

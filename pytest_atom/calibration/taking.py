@@ -31,11 +31,12 @@ from pytest_atom.calibration.samples import (
 )
 from pytest_atom.checks.builtin import default_registry, needs_sandbox, run_checks
 from pytest_atom.checks.registry import CheckRegistry
-from pytest_atom.diffs import agent_files, workspace_diff
+from pytest_atom.diffs import agent_files
 from pytest_atom.environment import build_env
 from pytest_atom.errors import CalibrationError, SessionError
 from pytest_atom.importing import read_session
 from pytest_atom.judge.calibration import base_name
+from pytest_atom.judge.reflector import attempt_diff
 from pytest_atom.replay.normalize import mask_durations
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.results.check_result import CheckResult
@@ -81,7 +82,7 @@ def take_sample(spec: Spec, found: RunFound, registry: CheckRegistry | None = No
     scrub = Scrubber().scrub
     turns = _transcript(spec, found.folder, attempt, scrub)
     seen = AttemptSeen(
-        diff=workspace_diff(spec.workspace, attempt, installed=installed, scrub=scrub),
+        diff=attempt_diff(spec, attempt, scrub),
         final_message=turns[-1].text if turns else "",
         checks=_checks(spec, found, attempt, registry),
         files=_changed_files(spec.workspace, attempt, installed, scrub),

@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import astuple, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
+
+from pytest_atom.results.spec_result import CheckRow, CriterionRow
 
 
 class Codec(NamedTuple):
@@ -123,37 +125,21 @@ class RunRecord:
     )
 
 
-@dataclass(frozen=True)
-class CheckRow:
-    """One deterministic check of an item: its label, whether it passed, and its detail
-    (the check's summary, scrubbed)."""
-
-    name: str
-    passed: bool
-    detail: str = ""
+def _lists(rows: Any) -> list[list[Any]]:
+    return [list(astuple(row)) for row in rows]
 
 
-@dataclass(frozen=True)
-class CriterionRow:
-    """One criterion the reflector judged: its text, its score (the share of votes that
-    found it met: 1.0 or 0.0 with one vote), whether it was met, and the reflector's
-    reasons (scrubbed)."""
+def _checks(rows: Any) -> tuple[CheckRow, ...]:
+    return tuple(CheckRow(str(n), bool(p), str(d)) for n, p, d in rows)
 
-    text: str
-    score: float
-    passed: bool
-    reasons: str = ""
+
+def _criteria(rows: Any) -> tuple[CriterionRow, ...]:
+    return tuple(CriterionRow(str(t), float(s), bool(p), str(r)) for t, s, p, r in rows)
 
 
 #: A check's and a criterion's rows as JSON lists, in their fields' order.
-CHECKS = Codec(
-    lambda v: _json([[c.name, c.passed, c.detail] for c in v]),
-    lambda v: tuple(CheckRow(n, bool(p), d) for n, p, d in json.loads(v)),
-)
-CRITERIA = Codec(
-    lambda v: _json([[c.text, c.score, c.passed, c.reasons] for c in v]),
-    lambda v: tuple(CriterionRow(t, float(s), bool(p), r) for t, s, p, r in json.loads(v)),
-)
+CHECKS = Codec(lambda v: _json(_lists(v)), lambda v: _checks(json.loads(v)))
+CRITERIA = Codec(lambda v: _json(_lists(v)), lambda v: _criteria(json.loads(v)))
 
 
 @dataclass(frozen=True)
@@ -281,8 +267,8 @@ def run_from_dict(data: Mapping[str, Any]) -> RunRecord:
 def item_to_dict(item: ItemRecord) -> dict[str, Any]:
     """`item` as JSON values (`item_from_dict` reads it back)."""
     data = dict(vars(item))
-    data["checks"] = [[c.name, c.passed, c.detail] for c in item.checks]
-    data["criteria"] = [[c.text, c.score, c.passed, c.reasons] for c in item.criteria]
+    data["checks"] = _lists(item.checks)
+    data["criteria"] = _lists(item.criteria)
     data["tool_calls"] = list(item.tool_calls)
     for name in ("tokens", "cost_usd"):
         data[name] = dict(data[name])
@@ -298,10 +284,8 @@ def item_from_dict(data: Mapping[str, Any]) -> ItemRecord:
     values = {f.name: data[f.name] for f in fields(ItemRecord) if f.name in data}
     if "kind" not in data and data.get("cached"):  # written before items had a kind
         values["kind"] = "cached"
-    values["checks"] = tuple(CheckRow(str(n), bool(p), str(d)) for n, p, d in data["checks"])
-    values["criteria"] = tuple(
-        CriterionRow(str(t), float(s), bool(p), str(r)) for t, s, p, r in data["criteria"]
-    )
+    values["checks"] = _checks(data["checks"])
+    values["criteria"] = _criteria(data["criteria"])
     values["tool_calls"] = tuple(str(name) for name in data["tool_calls"])
     parts = data.get("digest_parts") or {}
     values["digest_parts"] = dict(parts.items() if isinstance(parts, Mapping) else parts)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -34,10 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_atom import __version__
 from pytest_atom.baseline.compare import read_results
+from pytest_atom.diffs import project_git
 from pytest_atom.errors import BaselineError, HistoryError
 from pytest_atom.history.records import (
-    CheckRow,
-    CriterionRow,
     ItemRecord,
     RunRecord,
     item_from_dict,
@@ -46,11 +44,11 @@ from pytest_atom.history.records import (
 )
 from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import display_url, store_url
+from pytest_atom.results.spec_result import CheckRow, CriterionRow, SpecResult
 from pytest_atom.settings.options import OPTIONS
 
 if TYPE_CHECKING:
     from pytest_atom.replay.scrub import Scrubber
-    from pytest_atom.results.spec_result import SpecResult
     from pytest_atom.settings.options import RunSettings
     from pytest_atom.spec.types import Spec
 
@@ -113,10 +111,7 @@ def item_record(
     executor = [r for a in result.all_attempts for r in a.records]
     cached = result.cached_from
     if cached is not None:  # the stored item's account of the agent's work stands
-        checks = tuple(CheckRow(c.name, c.passed, c.detail) for c in cached.checks)
-        criteria = tuple(
-            CriterionRow(c.text, c.score, c.passed, c.reasons) for c in cached.criteria
-        )
+        checks, criteria = cached.checks, cached.criteria
     return ItemRecord(
         run_id=run_id,
         spec=spec,
@@ -218,21 +213,10 @@ def item_of_properties(
 
 def git_state(root: Path) -> tuple[str | None, bool]:
     """The project's commit and whether its tree differs from it (None, False: no git)."""
-
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(
-                ["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=False
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout if done.returncode == 0 else None
-
-    commit = git("rev-parse", "HEAD")
+    commit = project_git(root, "rev-parse", "HEAD")
     if commit is None:
         return None, False
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return commit.strip(), bool(status and status.strip())
+    return commit, bool(project_git(root, "status", "--porcelain", "--untracked-files=no"))
 
 
 def _jsonable(value: Any) -> Any:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import yaml
 
 from pytest_atom.checks.kinds.tool_results import WRITE_TOOLS, normal_result
+from pytest_atom.diffs import project_git
 from pytest_atom.errors import SessionError
 from pytest_atom.importing.own_runs import not_the_agent, own_run, refusal
 from pytest_atom.importing.stream_json import Session, SessionCall
@@ -269,20 +269,6 @@ def _checks(session: Session, cwd: str | None, results: str) -> list[dict[str, A
     return accept
 
 
-def _git(folder: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(folder), *args],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
 def _folder(session: Session, cwd: str | None, out: Path, given: Path | None) -> Path | None:
     """The folder the workspace is: `given` (``--workspace``), else the session's, which a
     pytest-atom run folder may not be (retention deletes it); nor is a run's reflector
@@ -332,11 +318,11 @@ def _workspace(
             f"{folder / 'specs'})"
         )
     path = Path(os.path.relpath(folder, out)).as_posix()
-    top = _git(folder, "rev-parse", "--show-toplevel")
+    top = project_git(folder, "rev-parse", "--show-toplevel")
     if ref is not None:
         if (
             top is None
-            or _git(folder, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") is None
+            or project_git(folder, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}") is None
         ):
             raise SessionError(
                 f"--ref {ref} is not a commit of {folder}"
@@ -366,7 +352,7 @@ def _starting_commit(session: Session, folder: Path, notes: list[str]) -> str | 
     if not session.started:
         return None
     branch = session.git_branch if session.git_branch not in (None, "", "HEAD") else "HEAD"
-    commit = _git(folder, "rev-list", "-1", f"--before={session.started}", str(branch), "--")
+    commit = project_git(folder, "rev-list", "-1", f"--before={session.started}", str(branch), "--")
     if commit:
         notes.append(
             f"workspace: the session's starting commit, the last on {branch} before "

@@ -9,7 +9,7 @@ harness: never a silent pass.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +199,20 @@ def verdict_schema(earlier_steps: Sequence[str] = ()) -> dict[str, Any]:
     return STEP_VERDICT_SCHEMA if earlier_steps else VERDICT_SCHEMA
 
 
+def attempt_diff(
+    spec: Spec, attempt_dir: Path, scrub: Callable[[str], Scrubbed] | None = None
+) -> Scrubbed:
+    """What the agent changed in `attempt_dir`, as the reflector is shown it (the HTML report
+    and a calibration sample show the same): against the spec's workspace, without what the
+    harness installed (the spec's Claude Code configuration), scrubbed before it is cut."""
+    return workspace_diff(
+        spec.workspace,
+        attempt_dir,
+        installed=configuration.installed_paths(spec.claude),
+        scrub=scrub or Scrubber().scrub,
+    )
+
+
 def reflector_input(
     spec: Spec,
     attempt_dir: Path,
@@ -210,12 +224,7 @@ def reflector_input(
 ) -> SessionInput:
     """The reflector's whole request but its folder: what a replay compares to recall the
     recorded verdict (pytest_atom.replay.recall)."""
-    diff = workspace_diff(
-        spec.workspace,
-        attempt_dir,
-        installed=configuration.installed_paths(spec.claude),
-        scrub=Scrubber().scrub,
-    )
+    diff = attempt_diff(spec, attempt_dir)
     return SessionInput(
         build_prompt(spec, checks, diff, final_message, threshold, prompts, earlier_steps),
         read_only_options(verdict_schema(earlier_steps)),

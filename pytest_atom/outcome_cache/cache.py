@@ -33,7 +33,7 @@ from pytest_atom.history.urls import OFF, store_url
 from pytest_atom.history.write import identity
 from pytest_atom.outcome_cache.input_digest import InputDigest, input_digest
 from pytest_atom.outcome_cache.inputs import Reads, unseen
-from pytest_atom.results.spec_result import CachedCheck, CachedCriterion, CachedFrom, SpecResult
+from pytest_atom.results.spec_result import CachedFrom, SpecResult
 
 if TYPE_CHECKING:
     from pytest_atom.settings.config import AtomConfig
@@ -211,13 +211,12 @@ def cached_result(
     from pytest_atom.reports.text import TEXT  # the format a result renders its report with
 
     folder = Path(stored.run_folder) if stored.run_folder else None
-    threshold = spec.reflector.threshold if spec.reflector.threshold_set else settings.threshold
     return SpecResult(
         spec=spec,
         run_dir=folder if folder is not None and folder.is_dir() else Path(),
         attempts=[],
         duration=seconds,
-        threshold=threshold,
+        threshold=spec.reflector.threshold_or(settings.threshold),
         source="cached",
         renderer=TEXT.render,
         digest=found.value,
@@ -236,8 +235,6 @@ def cached_from(stored: ItemRecord) -> CachedFrom:
         score=stored.score,
         wall_seconds=stored.wall_seconds,
         tool_calls=tuple(stored.tool_calls),
-        checks=tuple(CachedCheck(c.name, c.passed, c.detail) for c in stored.checks),
-        criteria=tuple(
-            CachedCriterion(c.text, c.score, c.passed, c.reasons) for c in stored.criteria
-        ),
+        checks=stored.checks,
+        criteria=stored.criteria,
     )

@@ -27,10 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup, escape
 
-from pytest_atom.agents.claude_code import configuration
 from pytest_atom.baseline.measure import measured_lines
-from pytest_atom.diffs import workspace_diff
 from pytest_atom.files import write_atomic
+from pytest_atom.judge.reflector import attempt_diff
 from pytest_atom.paths import display_path
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.transcript import call_marks, stream_turns, tool_label, trajectory_summary
@@ -82,14 +81,7 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
         # A link that works from the report and from its copy in the runs folder alike.
         "run_uri": result.run_dir.resolve().as_uri(),
         "properties": result_properties(result),
-        "diff": workspace_diff(
-            result.spec.workspace,
-            final.path,
-            installed=configuration.installed_paths(result.spec.claude),
-            scrub=Scrubber().scrub,
-        )
-        if final
-        else "",
+        "diff": attempt_diff(result.spec, final.path) if final else "",
         "divergences": list(result.divergences),
         "harness_error": result.harness_error,
         "drift_summary": drift_summary(result.drift) if result.drift else None,

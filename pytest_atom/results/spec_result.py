@@ -37,14 +37,21 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class CachedCheck:
+class CheckRow:
+    """One deterministic check of an item as the history store keeps it: its label, whether
+    it passed, and its detail (the check's summary, scrubbed)."""
+
     name: str
     passed: bool
     detail: str = ""
 
 
 @dataclass(frozen=True)
-class CachedCriterion:
+class CriterionRow:
+    """One criterion the reflector judged, as the history store keeps it: its text, its
+    score (the share of votes that found it met: 1.0 or 0.0 with one vote), whether it was
+    met, and the reflector's reasons (scrubbed)."""
+
     text: str
     score: float
     passed: bool
@@ -65,8 +72,8 @@ class CachedFrom:
     score: float | None = None
     wall_seconds: float = 0.0  # what the stored run took: the time this one saved
     tool_calls: tuple[str, ...] = ()
-    checks: tuple[CachedCheck, ...] = ()
-    criteria: tuple[CachedCriterion, ...] = ()
+    checks: tuple[CheckRow, ...] = ()
+    criteria: tuple[CriterionRow, ...] = ()
 
     @property
     def passed(self) -> bool:

@@ -163,7 +163,7 @@ def new_run(
         spec,
         run_dir or new_run_dir(runs_dir, spec),
         prompt_loader(spec, scope.project_dir, scope.config),
-        spec.reflector.threshold if spec.reflector.threshold_set else settings.threshold,
+        spec.reflector.threshold_or(settings.threshold),
         scope.registry,
         claude_bin,
         on_event,

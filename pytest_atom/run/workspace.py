@@ -45,14 +45,13 @@ import os
 import posixpath
 import shutil
 import stat
-import subprocess
 import tarfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_atom.diffs import SNAPSHOT_REF, _git
+from pytest_atom.diffs import SNAPSHOT_REF, git
 from pytest_atom.errors import WorkspaceError, YamlDocError
 from pytest_atom.files import (
     SKIPPED_DIRS,
@@ -151,7 +150,7 @@ def git_toplevel(folder: Path) -> Path | None:
     else:
         return None  # no .git above: no need to start git
     try:
-        out = _git(folder, "rev-parse", "--show-toplevel")
+        out = git(folder, "rev-parse", "--show-toplevel", snapshot=True)
     except WorkspaceError:
         return None
     return Path(out.strip()).resolve()
@@ -162,21 +161,21 @@ def snapshot_repo(folder: Path, *, amend: bool = False) -> None:
     at a fixed date (a replay sees the same hash). `amend`: that commit redone with the
     changes set-up made to its files (what it created is ignored: `ignore_new_files`)."""
     if not amend:
-        _git(folder, "init", "--quiet", "--initial-branch=main")
+        git(folder, "init", "--quiet", "--initial-branch=main", snapshot=True)
         exclude = folder / ".git" / "info" / "exclude"
         exclude.parent.mkdir(parents=True, exist_ok=True)
         exclude.write_text("\n".join(SNAPSHOT_EXCLUDES) + "\n", encoding="utf-8")
         # The agent's HOME has no git identity: without one its `git commit` would fail.
-        _git(folder, "config", "user.name", "pytest-atom agent")
-        _git(folder, "config", "user.email", "agent@pytest-atom.localhost")
+        git(folder, "config", "user.name", "pytest-atom agent", snapshot=True)
+        git(folder, "config", "user.email", "agent@pytest-atom.localhost", snapshot=True)
     if amend:
         ignore_new_files(folder)
     # The first commit takes every file copied (git chose them already, a tracked file may
     # match an ignore rule); after set-up, only the changes it made to those files.
-    _git(folder, "add", "--all", *([] if amend else ["--force"]))
+    git(folder, "add", "--all", *([] if amend else ["--force"]), snapshot=True)
     commit = ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", SNAPSHOT_MESSAGE]
-    _git(folder, *commit, *(["--amend"] if amend else []))
-    _git(folder, "update-ref", SNAPSHOT_REF, "HEAD")
+    git(folder, *commit, *(["--amend"] if amend else []), snapshot=True)
+    git(folder, "update-ref", SNAPSHOT_REF, "HEAD", snapshot=True)
 
 
 #: The heading of the lines `ignore_new_files` adds to the snapshot's ``info/exclude``.
@@ -188,7 +187,9 @@ def ignore_new_files(folder: Path) -> list[str]:
     ignores is added to ``.git/info/exclude`` (a new folder once). Committing them would
     store a second copy of each in ``.git`` and list a virtualenv in the agent's `git
     status`. Returns the paths added."""
-    listing = _git(folder, "ls-files", "-z", "--others", "--exclude-standard", "--directory")
+    listing = git(
+        folder, "ls-files", "-z", "--others", "--exclude-standard", "--directory", snapshot=True
+    )
     new = sorted(p for p in listing.split("\0") if p)
     if new:
         exclude = folder / ".git" / "info" / "exclude"
@@ -204,7 +205,9 @@ def _escape_glob(path: str) -> str:
 
 
 def _git_files(folder: Path, exclude: Sequence[str], skip: Sequence[Path]) -> Iterator[str]:
-    listing = _git(folder, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    listing = git(
+        folder, "ls-files", "-z", "--cached", "--others", "--exclude-standard", snapshot=True
+    )
     base = folder.resolve()
     for rel in dict.fromkeys(listing.split("\0")):  # a conflicted file is listed per stage
         if not rel or matches(rel, exclude):
@@ -345,7 +348,7 @@ def _ref_tree(source: WorkspaceSource, top: Path | None) -> tuple[str, str]:
     # named `REF:path`, the commit's own `REF^{tree}`.
     named = f"{ref}^{{tree}}" if rel == "." else f"{ref}:{rel}"
     try:
-        found = _git(top, "rev-parse", "--verify", "--quiet", named).strip()
+        found = git(top, "rev-parse", "--verify", "--quiet", named, snapshot=True).strip()
     except WorkspaceError:
         raise WorkspaceError(
             f"workspace ref {ref!r} is not a commit of {top} that holds {rel}: "
@@ -356,12 +359,7 @@ def _ref_tree(source: WorkspaceSource, top: Path | None) -> tuple[str, str]:
 
 def _extract(top: Path, tree: str, dest: Path, exclude: Sequence[str]) -> None:
     archive = dest / ".atom-archive.tar"
-    with archive.open("wb") as out:
-        done = subprocess.run(
-            ["git", "archive", "--format=tar", tree], cwd=top, stdout=out, stderr=subprocess.PIPE
-        )
-    if done.returncode != 0:
-        raise WorkspaceError(f"`git archive {tree}` failed: {done.stderr.decode(errors='replace')}")
+    git(top, "archive", "--format=tar", f"--output={archive.absolute()}", tree, snapshot=True)
     with tarfile.open(archive) as tar:
         members = [m for m in tar.getmembers() if not matches(m.name, exclude)]
         tar.extractall(dest, members=members, filter="tar")

@@ -104,6 +104,10 @@ class ReflectorOptions:
     #: own vote majority, as `claude plugin eval` passes each grader on its own.
     gate: Literal["score", "criteria"] = "score"
 
+    def threshold_or(self, default: float) -> float:
+        """The spec's threshold when it set one, else `default` (``--atom-threshold``)."""
+        return self.threshold if self.threshold_set else default
+
 
 #: A simulated user's model when `user:` names none: a small one (a Claude Code alias).
 USER_MODEL = "haiku"

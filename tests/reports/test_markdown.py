@@ -27,7 +27,7 @@ from markdown_it.token import Token
 
 from atom_cli.main import main
 from pytest_atom.history.diff import diff_runs
-from pytest_atom.history.records import CheckRow, ItemRecord, RunRecord
+from pytest_atom.history.records import ItemRecord, RunRecord
 from pytest_atom.reports.markdown import (
     COMMENT_LIMIT,
     MARKDOWN,
@@ -40,6 +40,7 @@ from pytest_atom.reports.markdown import (
 )
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.rows import SummaryRow
+from pytest_atom.results.spec_result import CheckRow
 from tests.helpers import REPO, once_per_session
 from tests.html_helpers import result_for
 
