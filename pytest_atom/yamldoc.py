@@ -1,4 +1,5 @@
-"""The one YAML loader for hand-written files, with errors that point at the real cause.
+"""The one YAML loader for hand-written files, with errors that point at the real cause,
+and the one dumper for the YAML files the project writes (`dump`).
 
 Specs, the project config, scripts and eval cases are read by the same three steps, in one
 ``try`` (`load`): compose nodes (which know their line and column), refuse what would blow
@@ -17,6 +18,7 @@ reader (`pytest_atom.replay.fastyaml`).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -161,3 +163,30 @@ def construct(node: yaml.Node) -> Any:
 def safe_load(text: str) -> object:
     """`yaml.safe_load`, with the same refusals and error marks as `compose`."""
     return load(text)[1]
+
+
+def _multiline(value: str) -> bool:
+    return "\n" in value
+
+
+def dump(data: Any, *, fast: bool = False, block: Callable[[str], bool] = _multiline) -> str:
+    """`data` as YAML for review: keys in their order, unicode as written, 100 columns, and
+    each string `block` picks as a ``|`` block (a prompt or a diff reads as written).
+    `fast` uses libyaml's emitter: its bytes differ from PyYAML's for some characters
+    (emoji, line separators), so each kind of file keeps the emitter it was written with."""
+    dumper = _dumper(fast, block)
+    return yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+@functools.cache
+def _dumper(fast: bool, block: Callable[[str], bool]) -> type[yaml.SafeDumper]:
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        style = "|" if block(value) else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    base: type[yaml.SafeDumper] = (
+        getattr(yaml, "CSafeDumper", yaml.SafeDumper) if fast else yaml.SafeDumper
+    )
+    dumper: type[yaml.SafeDumper] = type("Dumper", (base,), {})
+    dumper.add_representer(str, text)
+    return dumper

@@ -40,6 +40,7 @@ from pytest_atom.replay.placeholders import volatile_paths
 from pytest_atom.replay.recall import SessionInput
 from pytest_atom.replay.recording import ModelSource, open_model_source
 from pytest_atom.results.check_result import CheckResult
+from pytest_atom.results.record import Recalled
 from pytest_atom.results.verdict import Verdict
 from pytest_atom.run.execution import session_id_for
 from pytest_atom.run.factory import AgentFactory
@@ -199,17 +200,19 @@ class _Judge:
         source: ModelSource,
     ) -> Verdict:
         """One reflector session's verdict on `sample` in `role`: recalled, else run."""
-        key = source.recall.key(role, "reflector", session, folder)
-        recalled = source.recall.recall(key)
-        if recalled is not None:
-            return Verdict.parse(recalled.answer)
         try:
-            verdict, record = run_reflector(
+            got = source.recall.answer(
+                role,
+                "reflector",
                 session,
                 folder,
-                agent=agents.reflector(VERDICT_SCHEMA),
-                session_id=session_id_for(spec, role),
-                timeout=spec.timeout,
+                lambda: run_reflector(
+                    session,
+                    folder,
+                    agent=agents.reflector(VERDICT_SCHEMA),
+                    session_id=session_id_for(spec, role),
+                    timeout=spec.timeout,
+                ),
             )
         except ReflectorError as exc:
             diverged = (
@@ -227,8 +230,10 @@ class _Judge:
             raise HarnessError(
                 f"the judge gave no verdict on sample {sample.name}: {diverged or exc}{again}"
             ) from None
+        if isinstance(got, Recalled):
+            return Verdict.parse(got.answer)
+        verdict, record = got
         self.cli_version = self.cli_version or record.cli_version
-        source.recall.remember(key, record)
         return verdict
 
     def prompts(self) -> PromptLoader:

@@ -229,21 +229,8 @@ def to_data(sample: Sample) -> dict[str, Any]:
     return {**data, "attempt": raw, "labels": labels}
 
 
-class _Dumper(yaml.SafeDumper):
-    """Multi-line text as ``|`` blocks: a diff reads as a diff in review."""
-
-
-def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _text)
-
-
 def write_sample(sample: Sample, scrubber: Scrubber | None = None) -> Path:
     """Write `sample` to its path, every string scrubbed of secrets first."""
     data = (scrubber or Scrubber()).scrub_obj(to_data(sample))
-    text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     sample.path.parent.mkdir(parents=True, exist_ok=True)
-    return write_atomic(sample.path, text)
+    return write_atomic(sample.path, yamldoc.dump(data))

@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from pytest_atom import yamldoc
 from pytest_atom.checks.kinds.tool_results import WRITE_TOOLS, normal_result
 from pytest_atom.diffs import project_git
 from pytest_atom.errors import SessionError
@@ -110,7 +109,7 @@ def write_spec(
         (results_path, results, results_header),
     ):
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(head) + "\n" + _dump(data), encoding="utf-8")
+        path.write_text("\n".join(head) + "\n" + yamldoc.dump(data, block=_block), encoding="utf-8")
     return Imported(
         spec_path,
         script_path,
@@ -361,20 +360,9 @@ def _starting_commit(session: Session, folder: Path, notes: list[str]) -> str | 
     return commit
 
 
-class _Dumper(yaml.SafeDumper):
-    """Multi-line strings as ``|`` blocks, so a prompt or a result reads as it was."""
-
-
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value and not re.search(r"[ \t]\n|[^\S\n]$", value) else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _str)
-
-
-def _dump(data: Any) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+def _block(value: str) -> bool:
+    """Multi-line text as a ``|`` block unless a line ends in a space a block would lose."""
+    return "\n" in value and not re.search(r"[ \t]\n|[^\S\n]$", value)
 
 
 def _results(session: Session, cwd: str | None) -> tuple[dict[str, Any], list[str]]:

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from pytest_atom import digest as digest_module
+from pytest_atom import yamldoc
 from pytest_atom.errors import AtomError, CassetteError
 from pytest_atom.files import write_atomic
 from pytest_atom.paths import display_path
@@ -35,7 +36,6 @@ from pytest_atom.replay import fastyaml
 from pytest_atom.wire.roles import Role, header_role, legacy_role
 from pytest_atom.words import plural
 
-_BaseDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 VCR_VERSION = 1  # vcrpy's cassette format version, the file's top-level `version:`
 FORMAT = 2  # pytest-atom's layout inside it, `metadata.format`: 1 had no shared blocks
 SHARED = "$shared"  # {"$shared": name}: a reference to a block under metadata.shared
@@ -51,18 +51,6 @@ FAULT_HEADER = "x-atom-fault"
 #: same point, as Claude Code's next request depends on how a stream ended.
 CUT_HEADER = "x-atom-cut"
 _REF_LINES = re.compile(r'\{\n\s*"\$shared": ("[\w-]+")\n\s*\}')
-
-
-class _Dumper(_BaseDumper):  # type: ignore[misc]
-    """Multi-line strings as `|` blocks: readable bodies instead of one escaped line."""
-
-
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _str)
 
 
 # --- vcrpy's shape: every value a file holds checked for the type it must have ---------------
@@ -526,9 +514,7 @@ class Cassette:
                 **({"shared": shared} if shared else {}),
             }
         data = {"metadata": metadata, "interactions": interactions, "version": VCR_VERSION}
-        return HEADER + yaml.dump(
-            data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100
-        )
+        return HEADER + yamldoc.dump(data, fast=True)
 
     def save(self, path: Path | None = None) -> Path:
         """Write atomically: a crash mid-write leaves the previous file byte-identical."""

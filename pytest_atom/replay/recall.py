@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_atom import digest
 from pytest_atom.files import SKIPPED_DIRS
@@ -28,6 +28,8 @@ from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.results.record import IterationRecord, Recalled
 from pytest_atom.spec.types import ClaudeOptions
 from pytest_atom.wire.request import Kind
+
+A = TypeVar("A")
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,24 @@ class Recall:
             tokens if isinstance(tokens, int) else 0,
             float(cost) if isinstance(cost, (int, float)) else 0.0,
         )
+
+    def answer(
+        self,
+        role: str,
+        kind: Kind,
+        session: SessionInput,
+        folder: Path,
+        run: Callable[[], tuple[A, IterationRecord]],
+    ) -> Recalled | tuple[A, IterationRecord]:
+        """The session's recorded answer when `recall` has it, else `run`'s answer and record
+        (remembered for the cassette); the key is taken before `run` starts."""
+        key = self.key(role, kind, session, folder)
+        recalled = self.recall(key)
+        if recalled is not None:
+            return recalled
+        answer, record = run()
+        self.remember(key, record)
+        return answer, record
 
     def remember(self, key: SessionKey | None, record: IterationRecord) -> None:
         """A session that ran and answered: its key goes into the cassette written."""

@@ -55,7 +55,7 @@ from pytest_atom.results.harness_events import (
     OnEvent,
     SetupStarted,
 )
-from pytest_atom.results.record import IterationRecord, RunOutcome
+from pytest_atom.results.record import IterationRecord, Recalled, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import Verdict
 from pytest_atom.run.factory import AgentFactory
@@ -400,21 +400,24 @@ class AttemptLoop:
         source: ModelSource,
     ) -> Verdict:
         """One reflector session's verdict in `role`: recalled when a replay may, else run."""
-        key = source.recall.key(role, "reflector", session, attempt.path)
-        recalled = source.recall.recall(key)
-        if recalled is not None:
-            attempt.recalled.append(recalled)
-            return Verdict.parse(recalled.answer)
-        verdict, record = run_reflector(
+        got = source.recall.answer(
+            role,
+            "reflector",
             session,
             attempt.path,
-            agent=agents.reflector(verdict_schema(self.earlier_steps)),
-            session_id=session_id_for(self.spec, role),
-            timeout=self.spec.timeout,
+            lambda: run_reflector(
+                session,
+                attempt.path,
+                agent=agents.reflector(verdict_schema(self.earlier_steps)),
+                session_id=session_id_for(self.spec, role),
+                timeout=self.spec.timeout,
+            ),
         )
-        source.recall.remember(key, record)
-        attempt.reflectors.append(record)
-        return verdict
+        if isinstance(got, Recalled):
+            attempt.recalled.append(got)
+            return Verdict.parse(got.answer)
+        attempt.reflectors.append(got[1])
+        return got[0]
 
     def trust(self, attempt: Attempt, verdict: Verdict) -> bool:
         """`attempt`'s verdict, each criterion gated or advisory (judge.trust). False: the

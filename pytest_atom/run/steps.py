@@ -43,6 +43,7 @@ from pytest_atom.results.harness_events import (
     StepCommitted,
     StepStarted,
 )
+from pytest_atom.results.record import Recalled
 from pytest_atom.results.spec_result import Attempt, Plan, Rollback, SpecResult, StepResult
 from pytest_atom.run.execution import AttemptLoop, session_id_for
 from pytest_atom.run.planner import (
@@ -204,24 +205,27 @@ class StepsRun(AttemptLoop):
         role = "planner" if number == 1 else f"planner:{number}"
         folder = planner_folder(self.spec, self.run_dir, self._start_folder(target), number)
         session = planner_input(self.spec, self.prompts, feedback, self.model)
-        key = source.recall.key(role, "planner", session, folder)
-        recalled, record = source.recall.recall(key), None
         try:
-            if recalled is not None:  # the plan as recorded: the same request, the same folder
-                answer = recalled.answer
-            else:
-                answer, record = run_planner(
+            got = source.recall.answer(
+                role,
+                "planner",
+                session,
+                folder,
+                lambda: run_planner(
                     session,
                     folder,
                     agent=self.agents(gateway_url, source).planner(PLAN_SCHEMA),
                     session_id=session_id_for(self.spec, role),
                     timeout=self.spec.timeout,
-                )
-                source.recall.remember(key, record)
+                ),
+            )
         except PlannerError as exc:
             if not (source.tape and source.tape.divergences):
                 self.harness_error = str(exc)
             return None
+        # A recalled plan is the one recorded: the same request over the same folder.
+        recalled = got if isinstance(got, Recalled) else None
+        answer, record = (got.answer, None) if isinstance(got, Recalled) else got
         kinds = self.registry.kinds() if self.registry is not None else ()
         plan = check_plan(self.spec, answer, self.run_dir, kinds, number=number, kept=kept)
         plan.record, plan.recalled = record, recalled
