@@ -231,9 +231,9 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
     """
     if not files:
         files = atom_paths(quiet=False, argument="FILES")
-    tally = Tally()  # the audit itself: pytest_atom.audit
+    tally = Tally()
     try:
-        for finding in audit_cassettes(files, tally):  # each as it is found
+        for finding in audit_cassettes(files, tally):
             if finding.kind == "unreadable":
                 click.echo(f"Error: {finding.text}", err=True)
             else:
@@ -247,7 +247,6 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
 
 
 def _summary(tally: Tally) -> str:
-    """`atom cassette check`'s last line: what it checked and found."""
     summary = f"{plural(tally.checked, 'cassette')} checked, {plural(tally.findings, 'finding')}"
     if tally.notes:
         summary += f", {plural(tally.notes, 'note')}"

@@ -320,8 +320,7 @@ class Progress:
         return shorten(self.scrubbed(text), LINE)
 
     def _agent(self, event: events.Event) -> None:
-        """What the agent does: each iteration's start, its calls, its prose, the calls the
-        agent answered with an error or a refusal, as they happen."""
+        """What the agent does, as it happens."""
         say = self.console.print
         if isinstance(event, events.SessionStarted):
             self.iteration += 1

@@ -43,9 +43,8 @@ _IGNORES_RUNS = {
     for path in (".atom", ".atom/runs")
     for suffix in ("", "/", "/*", "/**")
 }
-#: The history store's embedded default (with SQLite's -wal and -shm files): every session
-#: records into it, and it is the project's own, never committed (a team shares a
-#: PostgreSQL store instead, `--atom-history postgresql://…`).
+#: The history store's embedded default (with SQLite's -wal and -shm files): the project's
+#: own, never committed (a team shares a PostgreSQL store instead).
 HISTORY_IGNORE = ".atom/history.db*"
 _IGNORES_HISTORY = {
     prefix + path + suffix
