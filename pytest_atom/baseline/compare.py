@@ -1,9 +1,8 @@
-"""Baselines: a committed record of how every spec did, and a run compared with it.
+"""Baseline files: written from a run's results, read, and compared with a run.
 
-Every ``pytest --atom`` session writes its rows (`rows.SummaryRow`) to ``last-run.json`` in
-the runs folder (`write_results`); ``atom baseline save`` turns them into a baseline
-(`build_baseline`): per spec (its node id without the repeat suffix) the outcome, pass rate,
-mean score, turns, tool calls, tokens, cost and duration, sorted and without a timestamp, so
+Every ``pytest --atom`` session writes its rows to ``last-run.json`` in the runs folder
+(`write_results`); ``atom baseline save`` turns them into a baseline (`build_baseline`): per
+spec (its node id without the repeat suffix) its figures, sorted and without a timestamp, so
 saving an unchanged run changes nothing and a diff shows only what moved.
 
 ``--atom-baseline PATH`` compares a run with it (`compare`): a pass turned failure, a score
@@ -51,9 +50,7 @@ RESULTS_NAME = "last-run.json"
 
 
 def results_file(runs_dir: Path) -> Path:
-    """Where a session's results go and `atom baseline save` reads them: in the runs folder,
-    which `--atom-runs-dir` names and the output-path check found writable before any spec
-    ran (`pytest_atom.settings.output_paths`)."""
+    """Where a session's results go and `atom baseline save` reads them: in the runs folder."""
     return runs_dir / RESULTS_NAME
 
 
@@ -144,9 +141,8 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _entry(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
-    """One spec's figures over its runs (several with --atom-repeat): outcomes and means;
-    then each run's outcome and figures, so a later run's gate can test against them, and
-    whether they were all alike (a replay: then a difference is a fact, not noise)."""
+    """One spec's outcomes and means over its runs, then each run's figures (a later gate
+    tests against them) and whether they were all alike (then a difference is a fact)."""
     outcomes = sorted({outcome for outcome, _ in runs})
     scores = [float(p["atom_score"]) for _, p in runs if _number(p.get("atom_score"))]
     entry: dict[str, Any] = {
@@ -360,10 +356,9 @@ def gate_run(
     *,
     statistical: bool = True,
 ) -> tuple[list[Comparison], GateResult | None]:
-    """`compare_run`, and the statistical gate (`pytest_atom.baseline.gate`) of the specs
-    that are samples: their runs, now or in the baseline, were not all alike. Those are
-    judged by the gate's test, not the fixed tolerances; without `statistical` (one run
-    as it ends) their changes are shown, marked "sampled", and judged at the end."""
+    """`compare_run`, and the statistical gate of the specs whose runs, now or in the
+    baseline, were not all alike; without `statistical` (one run as it ends) their changes
+    are shown, marked "sampled", and judged at the end."""
     rows = list(rows)
     own = {
         spec_key(row.nodeid): parse_tolerance(str(row.properties["atom_baseline_tolerance"]))
@@ -448,9 +443,8 @@ def _news(comparisons: list[Comparison]) -> list[str]:
 
 
 class BaselineGate:
-    """The `baseline` setting (``--atom-baseline``, ``atom run --baseline``): each run's
-    deltas as it ends (in a pytest session they must be properties by then to reach JUnit),
-    the whole run's verdict at its end."""
+    """The `baseline` setting: each run's deltas as it ends (in a pytest session they must be
+    properties by then to reach JUnit), the whole run's verdict at its end."""
 
     def __init__(self, path: Path, tolerance: Mapping[str, float | None] | None = None) -> None:
         self.path = path
@@ -483,7 +477,7 @@ class BaselineGate:
         return [line for line, _ in self.flagged_lines()]
 
     def flagged_lines(self) -> list[tuple[str, bool]]:
-        """`lines`, each with whether it tells of a regression (a front end shows those red)."""
+        """`lines`, each with whether it tells of a regression."""
         fixed = [c for c in self.comparisons if c.status not in ("inconclusive", "sampled")]
         gated = {s.spec for s in self.gate.specs} if self.gate else set()
         fixed = [c for c in fixed if c.spec not in gated]
@@ -492,8 +486,7 @@ class BaselineGate:
         return regressions + rest + (self.gate.flagged_lines() if self.gate else [])
 
     def deltas(self) -> dict[str, dict[str, Any]]:
-        """Per spec key, the HTML report's baseline cell: the comparison's status, then
-        each metric that moved and by how much (after `finish`)."""
+        """Per spec key, the HTML report's baseline cell (after `finish`)."""
         return {
             c.spec: {
                 "baseline": c.status,

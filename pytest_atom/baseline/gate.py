@@ -127,8 +127,8 @@ class GateResult:
         return [line for line, _ in self.flagged_lines()]
 
     def flagged_lines(self) -> list[tuple[str, bool]]:
-        """The summary's lines, each with whether it tells of a regression (a front end
-        shows those red): the gate's answer, then each spec's and the total's."""
+        """The gate's answer, then each spec's and the total's, each with whether it tells
+        of a regression."""
         n = len(self.specs)
         how = (
             f"Fisher's exact test per spec, Holm-adjusted over {n} specs, at alpha "

@@ -116,9 +116,8 @@ def wilson(passed: int, runs: int, confidence: float = CONFIDENCE) -> Interval:
 
 
 def t_quantile(probability: float, df: float) -> float:
-    """Student's t quantile: the t below which `probability` of the distribution with `df`
-    degrees of freedom (any real > 0, as Welch's are) lies. Bisection on the distribution
-    function to a relative 1e-12, well past the figures' two to four digits."""
+    """Student's t quantile for `df` degrees of freedom (any real > 0, as Welch's are), by
+    bisection on the distribution function to a relative 1e-12."""
     if not 0 < probability < 1 or df <= 0:
         raise ValueError(f"need 0 < probability < 1 and df > 0, got {probability}, {df}")
     if probability < 0.5:
@@ -232,8 +231,7 @@ def newcombe(
 def fisher_drop(before: tuple[int, int], after: tuple[int, int]) -> float:
     """One-sided p-value of Fisher's exact test that the pass rate dropped from `before`
     to `after` (each (passed, runs)): P(X >= passed before), X hypergeometric over the 2x2
-    table's margins, as scipy's ``fisher_exact(alternative="greater")`` gives it. Exact
-    integer sums, no scipy: `atom history`'s trends and `atom diff` use it too."""
+    table's margins, as scipy's ``fisher_exact(alternative="greater")`` gives it."""
     (c1, n1), (c2, n2) = before, after
     total, passes = n1 + n2, c1 + c2
     tail = sum(
@@ -278,10 +276,9 @@ def bootstrap(
     seed: int = BOOTSTRAP_SEED,
     resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> tuple[float, float]:
-    """The percentile bootstrap interval of `statistic` over `samples`: `resamples`
-    resamples with replacement drawn from a fixed `seed` (the same samples always give the
-    same interval, so stored figures do not move), those whose statistic is undefined (NaN)
-    left out, the bounds linearly interpolated (numpy's default quantile)."""
+    """The percentile bootstrap interval of `statistic` over `samples`, resampled from a
+    fixed `seed` (stored figures do not move), NaN statistics left out, the bounds linearly
+    interpolated (numpy's default quantile)."""
     draw = random.Random(seed)
     n = len(samples)
     values = sorted(
@@ -322,11 +319,9 @@ def fisher_power(runs: int, p: float, q: float, alpha: float = 0.05) -> float:
     """The exact chance that `runs` repeats on each side let Fisher's one-sided test
     (at `alpha`) see a drop from pass rate `p` to `q`.
 
-    Given `total` passes in all, the passes before are hypergeometric; the test rejects
-    where their upper tail P(X >= passes before) is at most `alpha`. So for each total the
-    rejection region is the top of the table, found by summing the tail down from the top,
-    and the power is the binomial chance of those tables: a few cells a total, not the
-    whole (runs + 1) x (2 runs + 1) table."""
+    Given `total` passes in all, the passes before are hypergeometric and the test rejects
+    where their upper tail is at most `alpha`; the power is the binomial chance of the
+    tables in that region, summed down from the top of each total's table."""
     factorial = [math.lgamma(n + 1) for n in range(2 * runs + 1)]  # log n!
 
     def choose(n: int, k: int) -> float:
@@ -366,9 +361,8 @@ def repeats_needed(
     p: float, q: float, alpha: float = 0.05, power: float = 0.8, *, limit: int = EXACT_LIMIT
 ) -> int | None:
     """The repeats a side at which Fisher's one-sided test (at `alpha`) sees a drop from
-    pass rate `p` to `q` with at least `power`, by its exact power (a bisection: the
-    exact power saw-tooths a little as repeats grow); past `limit` repeats, the normal
-    approximation's answer. None when `q` is no drop."""
+    pass rate `p` to `q` with at least `power`, by its exact power; past `limit` repeats,
+    the normal approximation's answer. None when `q` is no drop."""
     if not 0 <= q < p <= 1:
         return None
     approximate = _normal_repeats(p, q, alpha, power)

@@ -4,10 +4,9 @@ an arm's change from the reference paired by prompt, and the gate on `min_precis
 `min_recall` (docs/how-to/triggers.md).
 
 Each prompt's run carries what it saw as properties (`trigger_properties`), so the figures
-are read from the session's rows, as pass rates are: pytest's summary, `atom run`, JUnit,
-``measured.json``, the HTML report, `atom results combine` and the exit status all count the
-same trials. A trial is a run whose trigger check ran: a run served by the outcome cache
-(its properties carry ``atom_cached``) or one that broke before its checks is no trial.
+are read from the session's rows and every report counts the same trials. A trial is a run
+whose trigger check ran: a run served by the outcome cache or one that broke before its
+checks is no trial.
 """
 
 from __future__ import annotations
@@ -284,9 +283,8 @@ def _component(key: str, runs: Sequence[SummaryRow]) -> Component:
 
 
 def paired(reference: Sequence[Prompt], arm: Sequence[Prompt]) -> Paired | None:
-    """`arm`'s change in precision and recall from `reference`, over the prompts both ran:
-    the change over all of them, with the paired bootstrap's interval from two prompts on
-    (a resample whose figure is undefined on either side is left out)."""
+    """`arm`'s change in precision and recall from `reference` over the prompts both ran,
+    with the paired bootstrap's interval from two prompts on."""
     theirs = {p.id: p for p in arm}
     pairs = [(p, theirs[p.id]) for p in reference if p.id in theirs]
     if not pairs:
@@ -312,8 +310,7 @@ def paired(reference: Sequence[Prompt], arm: Sequence[Prompt]) -> Paired | None:
 
 
 def trigger_lines(rows: Iterable[SummaryRow]) -> list[str]:
-    """The summary's trigger suites: each component's figures, its misfired prompts, and an
-    arm's change from the reference arm."""
+    """The summary's trigger suites: figures, misfired prompts, an arm's change."""
     found = components(rows)
     if not found:
         return []
