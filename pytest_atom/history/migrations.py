@@ -21,8 +21,7 @@ from pytest_atom.history.records import Column, ItemRecord, RunRecord, columns
 __all__ = ["ITEM_ROW", "MIGRATIONS", "SCHEMA_VERSION"]
 
 #: The columns of an item's row that are no field of `ItemRecord`, each with the column it
-#: follows: its place in its run and its run's start (the series index holds both), the
-#: cached flag of version 1, and the totals a listing reads without parsing the roles.
+#: follows.
 ITEM_ROW: tuple[tuple[str, Column], ...] = (
     ("run_id", Column("item_no", "INTEGER NOT NULL")),
     ("item_no", Column("started", "TEXT NOT NULL")),
@@ -65,8 +64,6 @@ _STEPS: dict[int, tuple[str, ...]] = {
         """UPDATE atom_items SET kind = 'rescore'
         WHERE run_id IN (SELECT id FROM atom_runs WHERE kind = 'rescore')""",
     ),
-    # 4: a conversation's turns to success (`ItemRecord.user_turns`), NULL for the items
-    # already stored: its column alone.
 }
 
 

@@ -19,8 +19,7 @@ judgements of its own (`SeriesSummary.kind` ``rescore``), never mixed into the t
 - `last_failed`: ``--atom-last-failed``, the lines that failed in the store's last run, as
   `pytest --lf`. Every repeat of a failed line runs again: re-running only the draws that
   failed would make a pass rate of nothing.
-- `like_run`: the run to compare a run with when none is named (`atom diff`, the HTML
-  report's "Compared with"), and `compare_with_like` that comparison.
+- `like_run`: the run to compare a run with when none is named, and `compare_with_like`.
 
 A pass is ``passed`` or ``xpassed``; a fail is ``failed`` or ``xfailed``; ``error`` and
 ``skipped`` count in neither.
@@ -249,8 +248,7 @@ def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:
 
 
 def summarize(store: Store, last: int = 20, spec: str | None = None) -> Summary:
-    """Every series' last `last` runs (of `spec` only, when given): its trials (with how
-    many cached outcomes were left out), then its rescores' judgements when it has any."""
+    """Every series' last `last` runs (of `spec` only): its trials, then its rescores'."""
     found = []
     for series in store.series(spec):
         items = store.figures(*series, limit=last)
@@ -410,8 +408,7 @@ class FlakyReport:
 
 def flaky(store: Store, last: int = 20, spec: str | None = None) -> FlakyReport:
     """The series whose trials' outcome changed in their last `last` runs while their
-    inputs stayed the same: one input digest over runs, or one session's repeats (see the
-    module docstring for items without a digest)."""
+    inputs stayed the same (the module docstring says how)."""
     found: list[FlakyItem] = []
     unknown = checked = 0
     for series in store.series(spec):
@@ -448,8 +445,7 @@ def like_run(
     """The run to compare `run` with, and how it was chosen; None when no earlier run
     shares a line with it. A rescore is compared with the run it judged again; any other
     run with the newest earlier run (no rescore) that covered every line of `selection`,
-    else the newest that covered the most of it. (Comparing with whatever ran last would
-    show the specs one run selected and the other did not as added and removed.)"""
+    else the newest that covered the most of it, so unselected specs do not read as removed."""
     if run.kind == "rescore" and run.rescore_of:
         return store.run(
             run.rescore_of
@@ -478,8 +474,7 @@ def _lines(wanted: Collection[SeriesKey]) -> str:
 
 def compare_with_like(store: Store, run: RunRecord, items: Sequence[ItemRecord]) -> RunDiff | None:
     """`run` (with its `items`, stored or not yet) compared with its `like_run`, over the
-    lines `run` covered (the earlier run's other lines are not this run's business); None
-    when no earlier run shares a line."""
+    lines `run` covered; None when no earlier run shares a line."""
     from pytest_atom.history.diff import diff_runs
 
     selection = {i.series for i in items}

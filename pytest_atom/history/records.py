@@ -117,7 +117,7 @@ def series_dict(series: SeriesKey) -> dict[str, str | None]:
 
 def new_run_id(started: datetime | None = None) -> str:
     """A run's id: its start time, sortable as text, and a random tail unique across
-    machines (two sessions, CI shards), e.g. ``20261129T055513-3f9a1c2b``."""
+    machines: ``20261129T055513-3f9a1c2b``."""
     when = (started or datetime.now(UTC)).astimezone(UTC)
     return f"{when:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
 
@@ -126,10 +126,9 @@ def new_run_id(started: datetime | None = None) -> str:
 class RunRecord:
     """One session: when it ran, on which commit, with which versions and settings.
 
-    `kind` says which front end made it: ``pytest`` (`pytest --atom`), ``atom run``,
-    ``import`` (`atom history import`), ``rescore`` (then `rescore_of` is the run it
-    judged again). `settings` holds only what changes an outcome (record mode, match mode,
-    threshold, repeats, ...), as JSON values.
+    `kind` says which front end made it: ``pytest``, ``atom run``, ``import``, ``rescore``
+    (then `rescore_of` is the run it judged again). `settings` holds only what changes an
+    outcome, as JSON values.
     """
 
     id: str = field(metadata=column("TEXT PRIMARY KEY"))
@@ -147,8 +146,7 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class CheckRow:
-    """One deterministic check of an item: its label, whether it passed, and its detail
-    (the check's summary, scrubbed)."""
+    """One deterministic check of an item: its label, whether it passed, its scrubbed detail."""
 
     name: str
     passed: bool
@@ -270,8 +268,7 @@ class ItemRecord:
 
 @dataclass(frozen=True, slots=True)
 class ItemFigures:
-    """What a listing reads of an item (`Store.figures`): no checks, criteria or tool calls
-    for it to parse."""
+    """What a listing reads of an item (`Store.figures`), without parsing its rows."""
 
     run_id: str
     outcome: str
@@ -288,7 +285,7 @@ class ItemFigures:
 
 
 def run_to_dict(run: RunRecord) -> dict[str, Any]:
-    """`run` as JSON values (`run_from_dict` reads it back)."""
+    """`run` as JSON values."""
     return {**vars(run), "started": run.started.isoformat(), "settings": dict(run.settings)}
 
 
@@ -301,7 +298,7 @@ def run_from_dict(data: Mapping[str, Any]) -> RunRecord:
 
 
 def item_to_dict(item: ItemRecord) -> dict[str, Any]:
-    """`item` as JSON values (`item_from_dict` reads it back)."""
+    """`item` as JSON values."""
     data = dict(vars(item))
     data["checks"] = [[c.name, c.passed, c.detail] for c in item.checks]
     data["criteria"] = [[c.text, c.score, c.passed, c.reasons] for c in item.criteria]

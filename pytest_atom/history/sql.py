@@ -244,8 +244,8 @@ class SqlStore:
     def _last_runs(
         self, where: str, params: tuple[Any, ...], limit: int | None
     ) -> list[tuple[str, str]]:
-        """(started, id) of the last `limit` runs with an item `where` says (a spec, or a
-        series), newest first: a walk down the series index, which holds both."""
+        """(started, id) of the last `limit` runs with an item `where` says, newest first,
+        from the series index alone."""
         sql = (
             f"SELECT DISTINCT started, run_id FROM atom_items WHERE {where} "
             "ORDER BY started DESC, run_id DESC"
@@ -260,8 +260,7 @@ class SqlStore:
         limit: int | None,
     ) -> list[Record]:
         """The series' items of its last `limit` runs, as `kind`: a range of the series
-        index from the oldest of those runs' start on (another run started at that instant
-        is left out by its id)."""
+        index (another run started at the same instant is left out by its id)."""
         spec, case, arm = key
         key = (spec, case or "", arm or "")
         runs = self._last_runs(_SERIES, key, limit)

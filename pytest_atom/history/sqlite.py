@@ -65,7 +65,7 @@ def check_path(path: Path, root: Path) -> None:
 
 
 class SqliteStore(SqlStore):
-    """`Store` in a SQLite file (see the module docstring)."""
+    """`Store` in a SQLite file."""
 
     begin: ClassVar[str] = "BEGIN IMMEDIATE"
     driver_errors = (sqlite3.Error,)

@@ -138,9 +138,8 @@ class NoStore:
 
 
 def open_store(url_or_path: str | Path, root: Path | None = None) -> Store:
-    """The store at `url_or_path` (see the module docstring), created and migrated to the
-    current schema as needed; HistoryError naming the store and the fix when it cannot be
-    opened. Relative paths are `root`'s (default: the current folder)."""
+    """The store at `url_or_path`, created and migrated as needed; HistoryError naming the
+    store and the fix when it cannot be opened. Relative paths are `root`'s."""
     root = root or Path.cwd()
     url = store_url(url_or_path, root)
     if url == OFF:

@@ -6,15 +6,13 @@
 session: a store that cannot be written gives back a warning line naming the store and the
 fix, never an exception, so a run's own results and exit status stand.
 
-`import_files` (`atom history import`) records results files from elsewhere (CI shards, CI
-artifacts): each ``--atom-report DIR`` run's ``DIR/results.json`` (every item's node id,
-outcome and figures, and its history run and items, scrubbed). By default the files are one
-run, the shards of one CI run (a spec in two files is an error naming both), whose id is
-made from the shards' own run ids, so importing the same shards again changes nothing; with
-`each`, one run per file, each keeping its own id. A file without ``history`` (an older
-pytest-atom's, `last-run.json`) brings what its rows say, dated by the file's modification
-time. An imported run's kind is ``import``; `settings` keeps the kind it had
-(``imported_from``) and its files.
+`import_files` (`atom history import`) records ``--atom-report DIR`` runs' ``results.json``
+files from elsewhere (CI shards, artifacts). By default the files are one run, the shards
+of one CI run (a spec in two files is an error naming both), whose id is made from the
+shards' own run ids, so importing the same shards again changes nothing; with `each`, one
+run per file, each keeping its own id. A file without ``history`` (`last-run.json`) brings
+what its rows say, dated by the file's modification time. An imported run's kind is
+``import``; `settings` keeps the kind it had (``imported_from``) and its files.
 
 Secrets: a check's detail and a criterion's reasons go through the scrubber; records hold no
 transcript, only the executor's tool names.
@@ -303,8 +301,8 @@ def first_version(versions: Iterable[str | None]) -> str | None:
 
 
 def write_run(where: str, root: Path, run: RunRecord, items: Sequence[ItemRecord]) -> str | None:
-    """Record `run` in the store `where` names; None when it is written (or the store is
-    off), else the warning line to show: the store, what went wrong and the fix."""
+    """Record `run` in the store `where` names; None when written (or the store is off),
+    else the warning line to show."""
     url = store_url(where, root)  # `none` opens a store that records nothing
     try:
         store = open_store(url, root)
@@ -415,7 +413,7 @@ def _holds(store: Store, run_id: str) -> bool:
 
 
 def import_files(store: Store, paths: Sequence[Path], *, each: bool = False) -> Imported:
-    """Record the results files at `paths` in `store` (see the module docstring)."""
+    """Record the results files at `paths` in `store`."""
     files = [read_file(path) for path in paths]
     if each:
         batches = [(_as_import(f.run, [f.path]), list(f.items.values())) for f in files]

@@ -148,9 +148,8 @@ def describe(part: str) -> str:
 
 
 def _sdk_app_part(spec: Spec, root: Path | None) -> dict[str, str]:
-    """The code a spec's agent kind runs beside pytest-atom (`agent: {sdk: ...}`: the
-    app), found where the run imports it from (`AgentKind.source`): it runs in a child
-    process, so pytest's own modules do not hold it."""
+    """The code a spec's agent kind runs in a child process (an SDK app), found where the
+    run imports it from (`AgentKind.source`): pytest's own modules do not hold it."""
     from pytest_atom.agents.protocol import agent_kind
     from pytest_atom.outcome_cache.inputs import code_hash
     from pytest_atom.run.factory import agent_import_paths
@@ -238,8 +237,7 @@ def _claude_version(spec: Spec) -> str:
 
 
 def _environment(spec: Spec) -> dict[str, str]:
-    """What the run's processes get from the caller and the spec (`environment.build_env`
-    without the run's folders): the passed variables, the fixed ones, the spec's `env:`."""
+    """`environment.build_env` without the run's folders."""
     from pytest_atom.environment import FIXED, passed
     from pytest_atom.spec.env import expand_env
 
@@ -258,9 +256,7 @@ def _commands(spec: Spec) -> list[str]:
 
 
 def _settings_part(config: AtomConfig | None) -> str:
-    """The project's configuration file and tools (the settings resolved from it are each a
-    ``setting NAME`` part; its prompts are the run's own resolution:
-    `inputs.resolved_files`)."""
+    """The project's configuration file and tools (each resolved setting is a part of its own)."""
     values: dict[str, Any] = {}
     if config is not None:
         values["config"] = _file_part(config.path)

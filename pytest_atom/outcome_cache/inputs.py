@@ -60,8 +60,7 @@ def label(path: Path, root: Path | None) -> str:
 
 class Reads:
     """One session's memo of what is walked once per session: the code in pytest's process,
-    the toolchain's folders, the folders a spec names (prompts). A new session (a new
-    `OutcomeCache`) walks them afresh."""
+    the toolchain's folders, the folders a spec names (prompts)."""
 
     def __init__(self, root: Path | None) -> None:
         self.root = root
@@ -247,8 +246,7 @@ def resolved_files(
 
 
 def _leaves(value: Any) -> Iterator[Any]:
-    """Every value inside nested mappings, lists and tuples: a check's parameters (their
-    paths as its kind resolved them: `Entry.spec_file`), a server's or a hook's command."""
+    """Every value inside nested mappings, lists and tuples."""
     if isinstance(value, Mapping):
         for item in value.values():
             yield from _leaves(item)
