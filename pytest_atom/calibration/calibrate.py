@@ -106,8 +106,7 @@ def measure(
 
 def _rows(judged: Sequence[Judged], number: int) -> list[tuple[bool, bool, Disagreement | None]]:
     """(human, judge, the disagreement if any) for each sample that labels criterion
-    `number`, matched by the words its case rendered. A sample the judge gave no verdict
-    on is not a judgement: it is left out (`no_verdict` names it)."""
+    `number`; a sample the judge gave no verdict on is left out (`no_verdict`)."""
     rows = []
     for item in judged:
         label = item.sample.label_for(number, item.criteria[number - 1])

@@ -123,8 +123,8 @@ def judge_samples(
     claude_bin: Path,
     cases: Mapping[str, Spec] | None = None,
 ) -> Calibrated:
-    """Every variant's verdict on every sample, through one gateway and one cassette; each
-    sample judged on its own case's criteria (`cases`: every case of `spec` by id)."""
+    """Every variant's verdict on every sample, through one gateway and one cassette, each
+    on its own case's criteria."""
     calibrating = calibration_spec(spec)
     own = {s.path: calibration_spec(case_of(s, spec, cases or {})) for s in samples}
     live = claude_version(claude_bin)

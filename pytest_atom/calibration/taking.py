@@ -1,12 +1,10 @@
 """Taking a sample from a run: `atom label RUN SPEC --pass|--fail`.
 
-RUN is a run folder (``.atom/runs/<spec>-<stamp>-<id>``) or a run of the history store
-(its id, or a unique prefix: `atom history` lists them; the command looks it up and gives
-`RunFound`). Either way the attempt is the run folder's last one: its change against the spec's workspace (`diffs.workspace_diff`, as the
-reflector is shown it), the agent's final message and turns from its Claude Code
-transcript, and the check results the run recorded in the store. A run folder the store
-does not know has its checks run again on the attempt, in the agent's confinement as a
-run does, except those that read the agent's run (its tool calls), which say so.
+RUN is a run folder or a history store run's id (or a unique prefix). The attempt is the
+run folder's last one: its change against the spec's workspace, as the reflector is shown
+it, the agent's final message and turns from its Claude Code transcript, and the check
+results the run recorded in the store. A run folder the store does not know has its checks
+run again in the agent's confinement, except those that read the agent's run, which say so.
 """
 
 from __future__ import annotations
@@ -52,8 +50,7 @@ TURN_LIMIT = 2_000
 @dataclass(frozen=True)
 class RunFound:
     """Where a sample is taken from: the run folder and, when the history store holds the
-    run, its id and its check results as the run recorded them (the command looks them up:
-    the store is a layer above)."""
+    run, its id and its recorded check results (the command looks them up)."""
 
     folder: Path
     run_id: str | None = None

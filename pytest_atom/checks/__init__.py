@@ -16,14 +16,11 @@ What lives here:
   makes), `default_registry`, `run_checks`.
 - ``schema.py``: the spec schema with the kinds' fragments; it writes ``spec_schema.json``.
 
-How the spec and the checks meet. Everything reads a spec, so the spec's values (`Spec`,
-`Check`) and its schema sit low in the layers, below the checks. The loader is the host of
-the check kinds, as a plugin host is of its plugins: `pytest_atom.spec_loader` imports this
-package (never the other way round) and builds each ``accept:`` entry through its kind
-(`CheckKind.build`), validating it against the schema made of the kinds' fragments; the
-`Check` it makes keeps its kind's label (`Check.label`). A kind registered by a plugin is
-known to the loader by name only: its value becomes its params as is. No check kind imports
-another (the ``independence`` contract).
+The spec's values (`Spec`, `Check`) sit below the checks; the loader hosts the kinds as a
+plugin host does its plugins: `pytest_atom.spec_loader` imports this package (never the other
+way round) and builds each ``accept:`` entry through its kind (`CheckKind.build`), validated
+against the schema made of the kinds' fragments. A plugin's kind is known to the loader by
+name only: its value becomes its params as is. No check kind imports another.
 
 Add a check kind (docs/where-to-add.md): its module in ``kinds/`` ending ``KIND =
 <Name>()``, its line in the ``pytest_atom.check_kinds`` group of ``pyproject.toml`` (then

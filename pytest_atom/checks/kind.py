@@ -1,8 +1,5 @@
-"""What a check kind is: the `CheckKind` protocol every kind module implements (each face
-used by another part: ``schema`` by `pytest_atom.checks.schema`, ``build`` by the spec
-loader, ``describe`` by reports, the reflector and ``atom validate``, ``run`` by the
-registry), the defaults kinds share, the `Entry` a kind builds from and the `Scene` it
-runs on."""
+"""What a check kind is: the `CheckKind` protocol every kind module implements, the defaults
+kinds share, the `Entry` a kind builds from and the `Scene` it runs on."""
 
 from __future__ import annotations
 
@@ -117,9 +114,8 @@ class BuiltinKind:
 
 
 class WorkspacePathKind(BuiltinKind):
-    """What a kind whose value is one workspace path shares (``file_exists``,
-    ``file_absent``): its schema, parameters and label. A kind module subclasses it and
-    adds its `name` and `run`."""
+    """What a kind whose value is one workspace path shares: its schema, parameters and
+    label; a subclass adds its `name` and `run`."""
 
     schema: Mapping[str, Any] = {"$ref": "#/$defs/workspacePath"}
 
