@@ -25,8 +25,7 @@ _LEVELS = 4
 
 class CheckScrubbers:
     """The Scrubbers of one `atom cassette check`: one per spec the cassettes were recorded
-    for, and one shared by the cassettes whose spec is not found, made as the check meets
-    them and kept for the rest of the check (a value one finds is found in the next too)."""
+    for, and one shared by those whose spec is not found, kept for the rest of the check."""
 
     def __init__(self) -> None:
         self._shared = Scrubber()

@@ -1,7 +1,6 @@
-"""The walk of `atom cassette check`: every cassette under the paths it is given (a folder's
-``cassettes/`` and calibration cassettes, a spec file's cassettes), each one's findings and
-notes, and the checks that run outside the sandbox, as `Finding`s in the order they are made.
-The walk never prints: the command renders each finding and the `Tally` at the end."""
+"""The walk of `atom cassette check`: every cassette under the paths it is given, each one's
+findings and notes, and the checks that run outside the sandbox, as `Finding`s in the order
+they are made. The walk never prints: the command renders them and the `Tally`."""
 
 from __future__ import annotations
 
@@ -96,12 +95,9 @@ def audit_cassettes(files: Sequence[Path], tally: Tally) -> Iterator[Finding]:
 
 
 def _expand(paths: Sequence[Path]) -> Iterator[tuple[Path, bool]]:
-    """(path, is_cassette_candidate): files as given; for a directory, every `*.yaml` below
-    it that lies in a folder named `cassettes` or under one (the directory itself may be
-    one), and every calibration cassette (``calibration/<spec>/cassette.yaml``), so spec
-    files, scripts and labelled samples beside them are skipped; (directory, False) if
-    none is.
-    """
+    """(path, is_cassette_candidate): files as given; for a directory, its cassettes
+    (`_taped`), so spec files, scripts and samples beside them are skipped; (directory,
+    False) if none is."""
     seen: set[Path] = set()
     for path in paths:
         candidates = [path]

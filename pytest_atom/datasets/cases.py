@@ -1,9 +1,6 @@
-"""A spec's cases as values: where each came from (its file and line, for errors), its id,
-its variables and the keys pytest-atom reserves (`id`, `marks`, `xfail`, `repeats`,
-`pass_at_least`).
-
-The readers (`pytest_atom.datasets.readers`) give raw rows; `make_case` checks one row and
-turns it into a `Case`, so every format shares the same rules and the same messages.
+"""A spec's cases as values: where each came from (for errors), its id, its variables and
+the keys pytest-atom reserves. `make_case` checks one raw row of any format, so every format
+shares the same rules and the same messages.
 """
 
 from __future__ import annotations
@@ -86,10 +83,8 @@ def make_case(row: Mapping[str, Any], origin: Origin, index: int, *, text: bool)
 
 
 def derived_id(variables: Mapping[str, Any], index: int) -> str:
-    """The id pytest's parametrize would give these values: each scalar as text (strings
-    ASCII-escaped), any other value its name and the case's index, joined by ``-``; then
-    made fit for a node id and a cassette's file name (each run of other characters, spaces
-    and brackets and slashes among them, becomes one ``_``)."""
+    """The id pytest's parametrize would give these values, made fit for a node id and a
+    cassette's file name (each run of other characters becomes one ``_``)."""
     parts = []
     for name, value in variables.items():
         if isinstance(value, str) and value:

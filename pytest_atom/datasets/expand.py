@@ -60,13 +60,11 @@ def expand_cases(
 
 
 class Recheck:
-    """Which renderings must be validated again. The spec was validated as written, and
-    rendering changes only the text of its templated strings; a string's text matters to
-    the schema only where a constraint reads it (a pattern, an enum, a minimum length).
-    Each template's place is probed once, with an empty string and with a string no
-    pattern or enum accepts: where neither fails, no rendering can; where only the empty
-    one fails, an empty rendering is validated again (for its message); where the other
-    fails, every rendering is. So a dataset of 1,000 cases validates once, not 1,000 times.
+    """Which renderings must be validated again. The spec was validated as written, and a
+    templated string's text matters only where a constraint reads it. Each template's place
+    is probed once, with an empty string and with a string no pattern or enum accepts: where
+    neither fails, no rendering can; where only the empty one fails, an empty rendering is
+    validated again; where the other fails, every rendering is.
     """
 
     def __init__(
@@ -146,7 +144,6 @@ def case_view(doc: Document, loc: Loc, mapping: dict[str, Any]) -> Document:
 
 
 def templated_part(mapping: dict[str, Any]) -> dict[str, Any]:
-    """The keys of a rendered spec that templates may have changed: what is validated again
-    for each case (the rest was validated once, as written). Every such key is kept, so
-    the part still has the spec's task (`prompt`, `steps` or `request`)."""
+    """The keys of a rendered spec that templates may have changed, validated again per case;
+    the spec's task key is kept whatever it holds."""
     return {key: mapping[key] for key in TEMPLATED if key in mapping}

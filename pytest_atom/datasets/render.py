@@ -25,9 +25,7 @@ from pytest_atom.spec.validation import label
 if TYPE_CHECKING:
     from jinja2 import Template
 
-#: The spec's keys whose strings are templates: the prompt and task, the workspace (path
-#: and ref), set-up, every check's fields, criteria, env, the script, the steps and a
-#: conversation's user (its persona and goal: personas as data).
+#: The spec's keys whose strings are templates.
 TEMPLATED = (
     "prompt",
     "description",
@@ -46,9 +44,8 @@ _MARKERS = ("{{", "{%", "{#")
 
 @dataclass(frozen=True)
 class Found:
-    """One template: where it sits (relative to the spec) and the variables it reads;
-    `pieces` when it is only text and ``{{ name }}`` (most are), which render by joining,
-    as Jinja2 would render them, without a Jinja2 context per case."""
+    """One template: where it sits and the variables it reads; `pieces` when it is only text
+    and ``{{ name }}`` (most are), which render by joining, without a Jinja2 context."""
 
     at: Loc
     template: Template
@@ -132,8 +129,7 @@ class Templates:
             try:
                 text = found.render(values)
             except Exception as exc:  # noqa: BLE001 - whatever a case's template raises (an
-                # undefined name, a filter or test known only when rendered, the sandbox's
-                # SecurityError, a ZeroDivisionError) is that case's mistake, not a crash
+                # undefined name, the sandbox's SecurityError) is that case's mistake
                 raise case.origin.error(
                     f"case {case.id!r} cannot render {label(self.loc + found.at)!r} (line "
                     f"{self._line(found.at)} of {self.doc.path.name}): "

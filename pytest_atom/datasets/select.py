@@ -28,6 +28,5 @@ def select_cases(specs: Sequence[Spec], ids: Sequence[str]) -> tuple[list[Spec],
 
 
 def case_properties(spec: Spec) -> dict[str, str]:
-    """``atom_case`` of a case's run (JUnit, the summary, `atom results combine`): what the
-    statistics pool a spec's cases by; empty for a spec without cases."""
+    """``atom_case`` of a case's run, which the statistics pool a spec's cases by."""
     return {} if spec.case is None else {"atom_case": spec.case}

@@ -150,8 +150,8 @@ def _tool(value: Any) -> dict[str, Any]:
 
 
 def _criterion(grader: Grader) -> str:
-    """An llm or baseline grader as a criterion of the reflector, named as the checks name
-    theirs (``grader NAME: …``), so an unmet one says which grader failed."""
+    """An llm or baseline grader as a reflector criterion named ``grader NAME: …``, so an
+    unmet one says which grader failed."""
     p = grader.params
     if grader.kind == "llm":
         focus = p["focus"]

@@ -109,8 +109,8 @@ class EvalCase:
 
 def is_case_file(path: Path) -> bool:
     """Whether `path` is a case's file to collect: a ``case.yaml`` with a ``schema_version``,
-    or a ``prompt.md`` beside ``graders/`` (and no case.yaml). Cheap: pytest asks for every
-    file it meets under ``--atom``; nothing under a ``.atom/`` folder is a case."""
+    or a ``prompt.md`` beside ``graders/`` (and no case.yaml); never under ``.atom/``. Cheap:
+    pytest asks for every file it meets."""
     if ATOM_DIR in path.parts[:-1]:
         return False
     if path.name == CASE_FILE:
@@ -183,8 +183,7 @@ def load_case(file: Path) -> EvalCase:
 
 
 def _merge_prompt_md(prompt_file: Path, merged: dict[str, Any], execution: dict[str, Any]) -> None:
-    """prompt.md over case.yaml, as the CLI merges them: its frontmatter's keys (top-level
-    or execution ones) and its body, the prompt."""
+    """prompt.md's frontmatter and body (the prompt) over case.yaml, as the CLI merges them."""
     front, body, key_lines = _frontmatter(prompt_file)
     for key, value in (front or {}).items():
         if key in _TOP_KEYS:

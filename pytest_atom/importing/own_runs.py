@@ -13,8 +13,8 @@ an imported spec:
   the spec the run came from and its workspace, which is what the session started from;
   ``atom import --workspace`` takes it.
 
-Copying the run's folder into a place the user names was the other way, and is left out on
-purpose: a copy keeps the session's result, so a replay would start with the work done.
+A copy of the run's folder would keep the session's result: a replay would start with the
+work done.
 
 The reflector's and the planner's sessions of a run sit beside the agent's, in the same
 folder: their first prompt carries no task, and `not_the_agent` names the agent's file.
@@ -129,8 +129,7 @@ def refusal(run: OwnRun, cwd: str, out: Path) -> SessionError:
 
 
 def _origin(run: OwnRun, root: Path, out: Path) -> Spec | None:
-    """The spec named as `run`'s folder is, among the spec files of `root` (every folder
-    but the one the run folders are in, where the runs' copies are)."""
+    """The spec named as `run`'s folder is, among the spec files of `root` outside the runs."""
     runs = run.folder.parent
     paths = [out] if out.is_dir() else []
     for child in sorted(root.iterdir()) if root.is_dir() else ():

@@ -1,10 +1,9 @@
 """A finished Claude Code session as `atom import` reads it, from either of the CLI's two records.
 
-A session reaches `atom import` as the CLI's own transcript (``projects/<cwd slug>/<id>.jsonl``,
-read by `pytest_atom.importing.cli_transcript`) or as the ``--output-format stream-json`` log of one
-or more ``claude -p`` calls, read here through the project's one stream parser
-(`pytest_atom.events`). Both become one `Session`: the first prompt, the main agent's
-turns with their tool calls and the results the session saw, and where it ran.
+A session is the CLI's own transcript (`pytest_atom.importing.cli_transcript`) or the
+``--output-format stream-json`` log of one or more ``claude -p`` calls, read here through
+`pytest_atom.events`. Both become one `Session`: the first prompt, the main agent's turns
+with their tool calls and the results the session saw, and where it ran.
 
 What a scripted replay cannot play is refused here, with the file and line that shows it:
 
@@ -147,9 +146,8 @@ def fold_assistant(
     number: int,
     event: events.MessageUsage | events.AssistantText | events.ToolCall,
 ) -> None:
-    """One event of an assistant message into its turn (made on the message's first event):
-    its text, a thinking block counted, a tool call (a server tool's refused). Both readers,
-    stream-json and the transcript, fold assistant messages here."""
+    """One event of an assistant message into its turn (made on the message's first event),
+    for both readers: its text, a thinking block counted, a tool call (a server tool's refused)."""
     turn = turns.get(event.message_id)
     if turn is None:
         turn = turns[event.message_id] = SessionTurn(event.message_id, number)

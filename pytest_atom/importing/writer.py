@@ -190,7 +190,7 @@ def default_name(session: Session) -> str:
 
 def relative(value: Any, cwd: str | None) -> Any:
     """`value` with the session's folder `cwd` as relative paths (``./x``, so a command that
-    ran a script by its path still does), through lists and mappings."""
+    ran a script by its path still does)."""
     if cwd is None:
         return value
     if isinstance(value, str):
@@ -392,8 +392,7 @@ def _dump(data: Any) -> str:
 
 
 def _results(session: Session, cwd: str | None) -> tuple[dict[str, Any], list[str]]:
-    """What each tool call gave, in order, for the spec's ``tool_results`` check; and the
-    file's header."""
+    """What each tool call gave, in order, for the spec's ``tool_results`` check."""
     results = {
         "session": session.path.name,
         "calls": [_result_entry(n, c, cwd) for n, c in enumerate(session.calls, start=1)],
