@@ -1,9 +1,6 @@
 """What an agent changed in its workspace: git's diff against the snapshot commit, else a
 file-by-file comparison that follows no link and opens no special file (a link the agent
 made to the caller's home shows as the link, never as what it leads to).
-
-A leaf below everything that shows a change (the reflector's evidence, traces, the HTML
-report) and the workspace copy that makes the snapshot: none of them owns the others.
 """
 
 from __future__ import annotations
@@ -25,10 +22,9 @@ SNAPSHOT_REF = "refs/atom/snapshot"
 
 
 def changes(folder: Path, exclude: Sequence[str] = ()) -> str | None:
-    """The diff of `folder` against its snapshot commit (new files too, ignored files not,
-    nor the paths in `exclude`), through a throwaway index so the agent's own index is
-    untouched; None when `folder` holds no snapshot repository (a workspace copied from
-    outside git)."""
+    """The diff of `folder` against its snapshot commit (new files too, ignored files and
+    `exclude` not), through a throwaway index so the agent's own is untouched; None when
+    `folder` holds no snapshot repository."""
     git_dir = folder / ".git"
     if git_dir.is_symlink() or not git_dir.is_dir():
         return None  # a `.git` the agent linked elsewhere is no snapshot of this folder
@@ -108,14 +104,10 @@ def workspace_diff(
 ) -> Scrubbed:
     """What the agent changed, as unified diffs of text files: evidence, not narrative.
 
-    An attempt copied from git holds a snapshot repository: git's own diff against its
-    snapshot commit is exact (the project's ignore rules apply, set-up output is not the
-    agent's); otherwise the folders are compared file by file. `installed` names what the
-    harness put in the folder (the spec's Claude Code configuration, see
-    agents.claude_code.configuration.installed_paths): not the agent's doing. The diff is
-    cut at `limit` characters after `scrub` (a Scrubber's) has passed it whole, so the cut
-    splits no secret.
-    """
+    An attempt copied from git is diffed by git against its snapshot commit (the project's
+    ignore rules apply, set-up output is not the agent's); otherwise file by file.
+    `installed` names what the harness put in the folder. The diff is cut at `limit`
+    characters after `scrub` has passed it whole, so the cut splits no secret."""
     from_git = changes(after, exclude=installed)
     if from_git is not None:
         return _clipped(scrub(from_git.rstrip("\n") or "(no changes)"), limit)
@@ -130,9 +122,8 @@ def _clipped(text: Scrubbed, limit: int) -> Scrubbed:
 
 
 def agent_files(root: Path | None, installed: Sequence[str] = ()) -> dict[str, Path]:
-    """What `root` holds by relative path, without the harness's own and `installed`: its
-    regular files, symlinks (to files or folders, never followed) and special files (never
-    opened). The agent may have made any of them (`files.shown_content` shows each)."""
+    """What `root` holds by relative path, without the harness's own and `installed`: regular
+    files, symlinks (never followed) and special files (never opened)."""
     if root is None or not root.is_dir():
         return {}
     found = {
@@ -148,9 +139,8 @@ def _installed(rel: str, installed: Sequence[str]) -> bool:
 
 
 def _file_diffs(old: Mapping[str, Path], new: Mapping[str, Path]) -> list[str]:
-    """Unified diffs of the text files that differ; a line for each binary one that does.
-    A link shows as a link with its target's text, a special file as its kind: neither is
-    followed nor opened (`shown_content`)."""
+    """Unified diffs of the text files that differ; a line for each binary one that does
+    (links and special files as `shown_content` shows them)."""
     parts: list[str] = []
     for name in sorted(old.keys() | new.keys()):
         a = shown_content(old[name]) if name in old else ""

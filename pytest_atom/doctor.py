@@ -1,8 +1,6 @@
-"""`atom doctor`'s probes of a machine: each checks one thing a spec run needs (the Claude Code
-CLI, credentials, the environment a run gets, Node.js, editable installs of the project, a real
-CLI run against a scripted gateway, Claude Code's sandbox) and returns a `Finding` (a status,
-the probe's name, and what it saw); `run_probes` runs them in order and yields each finding as
-it is made, so a slow probe never hides the ones before it.
+"""`atom doctor`'s probes of a machine: each checks one thing a spec run needs and returns a
+`Finding`; `run_probes` yields each finding as it is made, so a slow probe never hides the
+ones before it.
 
 A probe never prints: the command renders the findings (marks, colour, the summary), so a
 test or another front end reads the same facts. A finding names variables, never their
@@ -64,8 +62,7 @@ class Finding:
 
 
 def run_probes(root: Path) -> Iterator[Finding]:
-    """Every probe, in `atom doctor`'s order, for the project at `root`; each finding is
-    yielded as soon as it is made (the self-test and the sandbox probe start claude)."""
+    """Every probe, in `atom doctor`'s order, for the project at `root`."""
     finding, binary = check_claude()
     yield finding
     yield check_credentials()
@@ -161,9 +158,8 @@ def check_node() -> Finding:
 
 
 def editable_sources(root: Path) -> list[tuple[str, Path]]:
-    """(distribution, source folder) of each installed distribution that is an editable
-    install (`pip install -e`: PEP 610's ``direct_url.json`` with ``dir_info.editable``)
-    from `root` or a folder inside it."""
+    """(distribution, source folder) of each editable install (PEP 610's
+    ``dir_info.editable``) from `root` or a folder inside it."""
     found: dict[str, Path] = {}
     for dist in importlib.metadata.distributions():
         try:

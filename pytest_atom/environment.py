@@ -196,8 +196,7 @@ def run_folders(home: Path) -> dict[str, str]:
 
     The XDG folders sit at the XDG defaults under that HOME, so a CLI that honours them or
     falls back to the defaults names the same paths; TMPDIR is ``<run>/tmp``, so the CLI's
-    ``$TMPDIR/claude-<uid>`` folders stay in the run.
-    """
+    ``$TMPDIR/claude-<uid>`` folders stay in the run."""
     folders = {
         "HOME": home,
         "XDG_CONFIG_HOME": home / ".config",
@@ -301,8 +300,7 @@ def importable(env: Mapping[str, str]) -> dict[str, str]:
 
     A source checkout used without installing is not importable from another folder, and the
     caller's PYTHONPATH is no part of a run, so the checkout's folder is added to
-    ``PYTHONPATH`` (site-packages never is: it would shadow the standard library).
-    """
+    ``PYTHONPATH`` (site-packages never is: it would shadow the standard library)."""
     out = dict(env)
     site_dirs = {Path(p).resolve() for p in [*site.getsitepackages(), site.getusersitepackages()]}
     if _IMPORT_ROOT not in site_dirs:

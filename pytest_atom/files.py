@@ -34,11 +34,8 @@ def _umask() -> int:
 
 
 def write_atomic(path: Path, data: str | bytes) -> Path:
-    """Replace `path` with `data` atomically (text is UTF-8).
-
-    The file keeps an existing file's mode; a new one gets what the umask gives a new
-    file (mkstemp's 0600 would hide a cassette from the team and a report from CI).
-    """
+    """Replace `path` with `data` atomically (text is UTF-8), keeping an existing file's
+    mode; a new one gets the umask's (mkstemp's 0600 would hide a cassette from the team)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = path.stat().st_mode & 0o7777
@@ -59,11 +56,8 @@ def write_atomic(path: Path, data: str | bytes) -> Path:
 
 
 def link_tree(source: Path, dest: Path, ignore: Any = None) -> Path:
-    """`dest` as a record of the finished folder `source` that costs no second copy: its
-    files hard-linked (copied where the file system cannot link), folders made anew,
-    symlinks kept as links, a device, FIFO or socket refused (`copy_tree`). Meant for a
-    folder nothing writes to any more (a passing attempt promoted to ``committed/``): a
-    file written in place would change in both."""
+    """`dest` as `copy_tree` with files hard-linked where the file system can. Only for a
+    folder nothing writes to any more: a file written in place would change in both."""
     return copy_tree(source, dest, ignore, link=True)
 
 
@@ -76,11 +70,9 @@ SKIPPED_DIRS = frozenset(
 
 # --- what a path in a folder the agent wrote is, read without following links ----------------
 #
-# Whatever the harness shows or copies of an attempt (the diff, snapshots, the reflector's
-# evidence, reports, the next attempt, ``committed/``) the agent may have made: a symlink to
-# the caller's home, a FIFO that blocks a reader forever, a character device that never
-# ends. So nothing here follows a link or opens anything but a regular file: a link is shown
-# as a link with its target's text, a special file is named and never opened.
+# Whatever the harness shows or copies of an attempt the agent may have made: a symlink to the
+# caller's home, a FIFO that blocks a reader forever, a device that never ends. So nothing
+# here follows a link or opens anything but a regular file.
 
 
 _SPECIAL_KINDS = (
@@ -112,8 +104,7 @@ def special_error(path: Path, shown: str, kind: str) -> SpecialFileError:
 
 
 def link_text(target: str) -> str:
-    """How a symlink is shown wherever its content would be: as a link, with its target's
-    text (never the content it leads to)."""
+    """How a symlink is shown wherever its content would be: its target's text."""
     return f"symbolic link -> {target}"
 
 
@@ -122,8 +113,7 @@ def read_regular(path: Path) -> bytes | None:
     followed), a folder, a device, FIFO or socket (never read), or a missing path.
 
     Opened with ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` before any read, so
-    a file swapped for a link or a FIFO in between is still never followed nor waited on.
-    """
+    a file swapped for a link or a FIFO in between is still never followed nor waited on."""
     try:
         fd = os.open(path, _READ_FLAGS)
     except OSError:
@@ -168,8 +158,7 @@ def shown_text(root: Path, rel: str) -> str | None:
 
 
 def contained(root: Path, rel: str | Path) -> Path | None:
-    """`root / rel` with every link resolved, or None when that leads outside `root`: a
-    link (anywhere along the way) cannot lead a reader out of the folder."""
+    """`root / rel` with every link resolved, or None when that leads outside `root`."""
     base = root.resolve()
     target = (base / rel).resolve()
     return target if target.is_relative_to(base) else None
@@ -224,15 +213,13 @@ def copy_tree(
     link: bool = False,
     follow_within: Path | None = None,
 ) -> Path:
-    """Copy the folder `source` to the new folder `dest`: folders made anew, symlinks kept
-    as links (never followed), regular files copied (`link`: hard-linked where the file
-    system can). A device, FIFO or socket anywhere is refused (`SpecialFileError`, naming
-    it) before it is opened, and `dest` removed. `ignore` is `shutil.copytree`'s.
+    """Copy the folder `source` to the new folder `dest`: symlinks kept as links (never
+    followed), regular files copied (`link`: hard-linked where it can). A device, FIFO or
+    socket anywhere is refused (`SpecialFileError`) before it is opened, and `dest` removed.
 
-    `follow_within` (a project's root) copies a link as what it names, when that resolves
-    inside it, and refuses one that leads outside (`LinkOutsideError`): for the project's
-    own folders a run gets a copy of (a skill, a plugin, a tool), whose links may be shared
-    files, but never the caller's home."""
+    `follow_within` (a project's root) copies a link as what it names when that resolves
+    inside it and refuses one that leads outside (`LinkOutsideError`): a project's skill or
+    plugin may link shared files, but never the caller's home."""
     rules = _CopyRules(dest, ignore, link, follow_within and follow_within.resolve())
     dest.mkdir(parents=True)
     try:

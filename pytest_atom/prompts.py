@@ -25,8 +25,7 @@ def render_prompt(text: str, max_iterations: int) -> str:
 
 
 #: The heading under which a run's first message carries the spec's prompt, after the
-#: system prompt: `first_message` builds the message, `split_first_message` takes it apart
-#: again (`atom import` of a transcript from one of pytest-atom's own runs).
+#: system prompt.
 TASK_HEADING = "# USER_PROMPT.md"
 _TASK_SEPARATOR = f"\n\n{TASK_HEADING}\n\n"
 
@@ -39,9 +38,8 @@ def first_message(system: str, task: str) -> str:
 
 
 def split_first_message(text: str) -> tuple[str, str] | None:
-    """(system prompt, task) of a message `first_message` built, the task exactly as given;
-    None for any other text. The first separator is the harness's: a task may hold the
-    heading too, a system prompt does not."""
+    """(system prompt, task) of a message `first_message` built; None for any other text.
+    The first separator is the harness's: a task may hold the heading too."""
     system, found, task = text.partition(_TASK_SEPARATOR)
     return (system, task) if found else None
 

@@ -132,8 +132,7 @@ def _rescore_item(item: ItemRecord, harness: Harness) -> tuple[ItemRecord, str |
 
 def rescore_run(store: Store, run_id: str, specs: Sequence[str], harness: Harness) -> Rescored:
     """Judge `run_id`'s items (of `specs`, else all) again and record the rescore run in
-    the session's store (`harness.settings.history`); HistoryError for an unknown run,
-    ValueError when no item is of `specs`."""
+    the session's store; HistoryError for an unknown run, ValueError when no item is of `specs`."""
     old = store.run(run_id)
     items = [i for i in store.items(old.id) if _wanted(i, specs) and i.outcome != "skipped"]
     if not items:
@@ -180,8 +179,8 @@ def stored_attempt(run_folder: Path, spec: Spec) -> StoredAttempt:
 
 
 def final_message(run_folder: Path, spec: Spec) -> str:
-    """The executor's last text, from the transcript Claude Code kept of its session
-    (``claude-config/projects/*/<session>.jsonl``, scrubbed after the run); "" if none."""
+    """The executor's last text, from the (scrubbed) transcript Claude Code kept of its
+    session; "" if none."""
     session = session_id_for(spec)
     last = ""
     for transcript in sorted(
@@ -207,9 +206,8 @@ def final_message(run_folder: Path, spec: Spec) -> str:
 
 
 def judge_again(spec: Spec, run_folder: Path, item: ItemRecord, harness: Harness) -> SpecResult:
-    """The final attempt of `run_folder` judged by today's `spec` in a new run folder: the
-    reflector's verdict (when the spec has criteria) and the decision it comes to; `item`
-    is the stored item, whose checks of the agent's calls stand (`checks_again`)."""
+    """The final attempt of `run_folder` judged by today's `spec` in a new run folder; the
+    stored `item`'s checks of the agent's calls stand (`checks_again`)."""
     attempt = stored_attempt(run_folder, spec)
     scope = RunScope(harness.root, harness.config, harness.registry(), harness.spend)
     claude_bin = find_claude()
@@ -254,9 +252,8 @@ def judge_again(spec: Spec, run_folder: Path, item: ItemRecord, harness: Harness
 
 
 def run_case(spec: Spec, found: RunFound, cases: dict[str, Spec]) -> Spec:
-    """The case of `spec` that the run ran (`cases`: every case by id; {} without cases):
-    the store's record of it, else the run folder's name (``<spec>[<case>]-<stamp>-…``).
-    Its rendered criteria are the ones the human labels and the judge is shown."""
+    """The case of `spec` that the run ran: the store's record of it, else the run folder's
+    name (``<spec>[<case>]-<stamp>-…``). Its rendered criteria are what the human labels."""
     if not cases:
         return spec
     if found.case is not None and found.case in cases:

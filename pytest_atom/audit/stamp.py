@@ -27,8 +27,7 @@ class Stamped:
 
 def stamp_cassette(spec: Spec, harness: Harness) -> Stamped:
     """Stamp `spec`'s cassette where it is proven to fit; only its metadata changes, written
-    atomically. CassetteError: it is not a cassette; `HARNESS_ERRORS`: the replay could
-    not run."""
+    atomically. CassetteError: not a cassette; `HARNESS_ERRORS`: the replay could not run."""
     path = cassette_path(spec)
     if not path.exists():
         return Stamped(

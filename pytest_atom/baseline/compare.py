@@ -328,9 +328,8 @@ def compare_run(
     rows: Iterable[SummaryRow],
     tolerance: Mapping[str, float | None] | None = None,
 ) -> list[Comparison]:
-    """Every spec of a run against the baseline. A spec's own tolerances (the property
-    ``atom_baseline_tolerance``) win over `tolerance` (the ini's), which wins over the
-    defaults."""
+    """Every spec of a run against the baseline. A spec's own tolerances win over
+    `tolerance` (the ini's), which wins over the defaults."""
     return gate_run(baseline, rows, tolerance)[0]
 
 

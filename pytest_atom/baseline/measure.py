@@ -128,8 +128,7 @@ def repeat_lines(
     rows: Iterable[Row], gate: float | None, pass_at_least: int | None = None
 ) -> list[str]:
     """The summary's pass rates under --atom-repeat, each with its interval and the
-    threshold it is held to (a spec's own `pass_at_least:`, else the run's
-    `pass_at_least` and minimum rate `gate`: `results.thresholds`), met or not."""
+    threshold it is held to (`results.thresholds`), met or not."""
     rows = list(rows)
     gates = RepeatGates(pass_at_least, gate)
     counted = {tally.spec: tally for tally in tallies(rows)}
@@ -178,8 +177,7 @@ class ArmFigures:
 
 def arm_figures(rows: Iterable[Row]) -> list[ArmFigures]:
     """Each arm of each spec with arms (its reference arm first), with its difference from
-    its spec's reference arm: the pass rate's by Newcombe's interval, the means' by Welch's
-    (a difference alone when a side ran once or every run was alike)."""
+    the reference arm: the pass rate's by Newcombe's interval, the means' by Welch's."""
     armed = [row for row in rows if row.properties.get("atom_arm")]
     groups = groupruns_of(armed, None, ARM_METRICS)
     meta = {spec_key(row.nodeid): row.properties for row in armed}

@@ -94,9 +94,8 @@ def precision_recall(prompts: Sequence[Prompt]) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class Paired:
-    """An arm's change from the reference arm in precision and recall, over the prompts
-    both ran: the change on all of them, and the paired bootstrap's interval (prompts
-    resampled with their two arms' trials together)."""
+    """An arm's change from the reference arm in precision and recall over the prompts both
+    ran, with the paired bootstrap's interval (prompts resampled with both arms' trials)."""
 
     prompts: int
     precision: stats.Interval | float | None

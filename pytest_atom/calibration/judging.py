@@ -92,9 +92,8 @@ def calibrate_command(spec: Spec, mode: str) -> str:
 
 
 def case_of(sample: Sample, spec: Spec, cases: Mapping[str, Spec]) -> Spec:
-    """The spec as `sample`'s case renders it (`cases`: every case of `spec` by id; empty
-    when it has none), so the judge sees the criteria the run's judge saw; a
-    CalibrationError names the sample and the fix when its case is unknown or missing."""
+    """The spec as `sample`'s case renders it, so the judge sees the criteria the run's judge
+    saw; CalibrationError names the sample and the fix when its case is unknown or missing."""
     if sample.case is None:
         if cases:
             raise CalibrationError(

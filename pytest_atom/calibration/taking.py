@@ -145,10 +145,9 @@ def checks_again(
     missing: str,
     registry: CheckRegistry | None = None,
 ) -> list[CheckResult]:
-    """`spec`'s checks on a stored `attempt`, in order: a check of the files runs again, in
-    the agent's confinement (`run_folder`'s) as in a run; one that reads the agent's run has
-    no run to read (its calls are not kept): its `stored` result by its label stands, else
-    it fails saying `missing`."""
+    """`spec`'s checks on a stored `attempt`, in order: a check of the files runs again in
+    the agent's confinement; one that reads the agent's run (not kept) keeps its `stored`
+    result by its label, else fails saying `missing`."""
     registry = registry or default_registry()
     files = [c for c in spec.accept if not registry.reads_run(c.kind)]
     sandbox = None

@@ -58,9 +58,8 @@ def run_checks(
     records: Sequence[IterationRecord] | None = None,
     sandbox: ProcessSandbox | None = None,
 ) -> list[CheckResult]:
-    """Every check's result, in order; `records` (the attempt's iterations) are what
-    trajectory checks read, folded once for all of them. `sandbox`: where the commands of
-    checks run (a spec run's: the agent's confinement); None runs them as they come."""
+    """Every check's result, in order; `records` (the attempt's iterations) are folded once
+    for all trajectory checks. `sandbox`: where the checks' commands run (None: unconfined)."""
     registry = registry or default_registry()
     checks = list(checks)
     trajectory = None
@@ -71,9 +70,8 @@ def run_checks(
 
 
 def needs_sandbox(checks: Iterable[Check], registry: CheckRegistry | None = None) -> bool:
-    """Whether any of `checks` may execute the workspace's code, by its kind: a
-    ``command`` check not marked ``unsandboxed``, or a plugin's kind (which may call
-    `run_shell`)."""
+    """Whether any of `checks` may execute the workspace's code: a ``command`` check not
+    marked ``unsandboxed``, or a plugin's kind (which may call `run_shell`)."""
     registry = registry or default_registry()
     for check in checks:
         kind = registry.get(check.kind)

@@ -86,9 +86,8 @@ class CheckKind(Protocol):
         loader refuses it under ``bare: true``, whose CLI offers only Bash, Edit and Read."""
 
     def build(self, entry: Entry, value: Any) -> Mapping[str, Any]:
-        """The check's parameters from its schema-valid value, with what a schema cannot say
-        checked here (a path stays inside the workspace, a regex compiles); raises
-        SpecError at its line."""
+        """The check's parameters from its schema-valid value, checking what a schema cannot
+        (a path stays inside the workspace, a regex compiles); raises SpecError at its line."""
 
     def describe(self, params: Mapping[str, Any]) -> str:
         """``file_contains a.txt /x/``: a short label a person finds in their spec."""

@@ -46,11 +46,8 @@ _LISTED = 20
 
 @dataclass(frozen=True)
 class Call:
-    """One tool call of an attempt, with where it was made.
-
-    ``subagents`` names the subagents it ran under, outermost first (empty: the main
-    agent); ``turn`` is the model answer within its session's part of the iteration.
-    """
+    """One tool call of an attempt, with where it was made: ``subagents`` it ran under,
+    outermost first (empty: the main agent), ``turn`` the model answer in its iteration."""
 
     name: str
     input: Any

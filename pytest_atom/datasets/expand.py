@@ -43,8 +43,7 @@ def expand_cases(
     free: Collection[str] = (),
 ) -> list[Rendered]:
     """Every case of the spec at `loc` (its `cases:`, or `cases` read already: a trigger
-    suite's prompts, whose `free` variables no template need read), rendered; raises
-    SpecError naming the case's file and row (or line) for a case that cannot be used."""
+    suite's prompts), rendered; SpecError names the file and row of a case that cannot be used."""
     if cases is None:
         cases = read_spec_cases(doc, loc + ("cases",), mapping["cases"])
     duplicate_ids(cases)
@@ -64,8 +63,7 @@ class Recheck:
     templated string's text matters only where a constraint reads it. Each template's place
     is probed once, with an empty string and with a string no pattern or enum accepts: where
     neither fails, no rendering can; where only the empty one fails, an empty rendering is
-    validated again; where the other fails, every rendering is.
-    """
+    validated again; where the other fails, every rendering is."""
 
     def __init__(
         self, doc: Document, loc: Loc, base: dict[str, Any], templates: Templates, schema: Schema

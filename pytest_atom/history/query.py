@@ -106,11 +106,10 @@ class Trend:
 
 @dataclass(frozen=True)
 class SeriesSummary:
-    """One (spec, case, arm) over its last runs: its trials (`kind` ``trial``, with how
-    many cached outcomes were left out) or its rescores' judgements (`kind` ``rescore``).
-    `runs` counts the runs that hold one of the counted items; the means are per item,
-    `cost_usd` Claude Code's list price and `spent_usd` what was paid (`cost.usage.Dollars`;
-    None where no item recorded it)."""
+    """One (spec, case, arm) over its last runs: its trials (with how many cached outcomes
+    were left out) or its rescores' judgements (`kind`). `runs` counts the runs that hold a
+    counted item; the means are per item, `cost_usd` at Claude Code's list price and
+    `spent_usd` what was paid (None where no item recorded it)."""
 
     series: SeriesKey
     runs: int

@@ -156,8 +156,7 @@ class CheckRow:
 @dataclass(frozen=True)
 class CriterionRow:
     """One criterion the reflector judged: its text, its score (the share of votes that
-    found it met: 1.0 or 0.0 with one vote), whether it was met, and the reflector's
-    reasons (scrubbed)."""
+    found it met), whether it was met, and the reflector's scrubbed reasons."""
 
     text: str
     score: float
@@ -180,16 +179,12 @@ CRITERIA = Codec(
 class ItemRecord:
     """One item of a run: (spec, case, arm, repeat), its outcome and what it is made of.
 
-    `kind` says whether it is a trial, a cached outcome or a rescore (`ITEM_KINDS`);
-    `outcome` is `results.outcome.Outcome.label` lower-cased, as pytest says it.
-    `tokens` and `cost_usd` are by role (``executor``, ``reflector``, ``planner``), the
-    dollars at Claude Code's list price (what a recording of these sessions costs);
-    `spent_usd` is what the item paid an API (0 scripted, replayed or cached; None: not
-    recorded, a store written before it was);
-    `tool_calls` is the executor's tool names in the order it called them; `run_folder` is
-    where the item's run folder was (it may since have been removed). `digest` and
-    `digest_parts` are the item's input digest (the outcome cache's key) and its parts,
-    empty until the cache fills them; None means unknown, never "unchanged".
+    `outcome` is `results.outcome.Outcome.label` lower-cased, as pytest says it. `tokens`
+    and `cost_usd` are by role, the dollars at Claude Code's list price; `spent_usd` is what
+    the item paid an API (0 scripted, replayed or cached; None: not recorded). `tool_calls`
+    is the executor's tool names in call order. `digest` and `digest_parts` are the item's
+    input digest (the outcome cache's key) and its parts; None means unknown, never
+    "unchanged".
     """
 
     #: Its run's id ("" until the run is stored: the store writes its run's).

@@ -89,9 +89,8 @@ class StoreBackend(Protocol):
     """A backend: the class an entry point of the ``pytest_atom.stores`` group names."""
 
     def open(self, url: str, root: Path) -> Store:
-        """The store at `url` (a path for sqlite, the URL as given otherwise), made and
-        migrated to the current schema as needed; `root` is the project's, for the checks a
-        backend makes of where its store lives. Called on the class (a classmethod)."""
+        """The store at `url` (a path for sqlite), made and migrated as needed; `root` is
+        the project's, for a backend's checks of where its store lives. A classmethod."""
         ...
 
 

@@ -105,9 +105,8 @@ def item_record(
     scrubber: Scrubber | None = None,
     run_id: str = "",
 ) -> ItemRecord:
-    """The item `result` ran (`repeat`: which of its repeats); `outcome` as pytest finally
-    reported it, when that differs from the result's own (a snapshot mismatch fails a
-    passed run)."""
+    """The item `result` ran; `outcome` as pytest finally reported it, when that differs
+    from the result's own (a snapshot mismatch fails a passed run)."""
     spec, case, arm = identity(result.spec)
     verdict = result.verdict
     criteria = tuple(

@@ -54,10 +54,9 @@ class OwnRun:
 
 
 def own_run(cwd: str | None) -> OwnRun | None:
-    """The run folder `cwd` lies in: the outermost folder on its path named as pytest-atom
-    names run folders (`parse_run_name`) that sits in ``.atom/runs/`` or holds the run's
-    ``attempts/`` (a ``--atom-runs-dir`` elsewhere); None for any other folder. A folder no
-    longer on this machine is told by its path alone."""
+    """The run folder `cwd` lies in: the outermost folder on its path named as a run folder
+    that sits in ``.atom/runs/`` or holds ``attempts/``; None for any other folder. A folder
+    no longer on this machine is told by its path alone."""
     if not cwd:
         return None
     path = Path(cwd)

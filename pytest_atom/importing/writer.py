@@ -71,9 +71,7 @@ def write_spec(
     workspace: Path | None = None,
 ) -> Imported:
     """Write `session` as a scripted spec under `out`; refuse to overwrite anything.
-
-    `workspace` is the folder the spec's workspace is, in place of the session's folder
-    (which one of pytest-atom's own runs may not give: `own_runs.refusal`)."""
+    `workspace` replaces the session's folder as the spec's workspace."""
     out = out.resolve()
     name = _spec_name(name or default_name(session))
     spec_path, script_path, results_path = _new_paths(out, name)
@@ -285,8 +283,7 @@ def _git(folder: Path, *args: str) -> str | None:
 
 def _folder(session: Session, cwd: str | None, out: Path, given: Path | None) -> Path | None:
     """The folder the workspace is: `given` (``--workspace``), else the session's, which a
-    pytest-atom run folder may not be (retention deletes it); nor is a run's reflector
-    or planner session the agent's."""
+    pytest-atom run folder may not be (retention deletes it)."""
     run = own_run(cwd)
     if run is not None and session.wrapper is None:
         raise not_the_agent(session, run)

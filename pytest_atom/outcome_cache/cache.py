@@ -142,9 +142,8 @@ class OutcomeCache:
     def _series(self, spec: Spec, settings: RunSettings) -> dict[int, ItemRecord] | None:
         """Every repeat of `spec`'s series from one stored session, or None: all of them
         run. The newest session in which each repeat 1..N had its digest of now decides:
-        it stands in when every repeat passed there. Decided once per series, so each
-        repeat's item (on any worker: the store is read, not written, in a session) gets
-        the same answer."""
+        it stands in when every repeat passed there. Decided once per series, so every
+        repeat (on any worker) gets the same answer."""
         key = identity(spec)
         if key not in self._decided:
             self._decided[key] = None
@@ -172,10 +171,9 @@ class OutcomeCache:
 
 
 def uncacheable(spec: Spec, settings: RunSettings) -> str:
-    """Why no stored outcome may stand in for `spec`'s run, or "": a stored outcome stands
-    in only for a replay of a cassette that exists or a scripted run (a recording never),
-    of a spec without snapshots and no trigger suite's prompt, whose run reaches nothing the digest cannot see that the
-    spec does not trust (`inputs.unseen`)."""
+    """Why no stored outcome may stand in for `spec`'s run, or "": one stands in only for a
+    replay of an existing cassette or a scripted run, of a spec without snapshots and no
+    trigger suite's prompt, whose run reaches nothing untrusted the digest cannot see."""
     from pytest_atom.outcome_cache.inputs import TRUSTS
     from pytest_atom.replay.recording import cassette_path
 

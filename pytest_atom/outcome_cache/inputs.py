@@ -174,9 +174,8 @@ def required_places(names: Sequence[str]) -> set[Path]:
 
 
 def loaded_code() -> set[Path]:
-    """Each top-level package folder or module file loaded in this process that is not the
-    standard library: the sys.path entry it was imported from and its first component, or
-    the file itself when no entry holds it (a conftest imported by path)."""
+    """Each top-level package folder or module file loaded in this process, outside the
+    standard library: (its sys.path entry, its first component), or the file itself."""
     entries = sorted({os.path.abspath(p or ".") for p in sys.path}, key=len, reverse=True)
     places: set[Path] = set()
     for name, module in list(sys.modules.items()):
@@ -209,9 +208,8 @@ def code_hash(place: Path) -> str:
 
 
 def toolchain_folders(path_value: str) -> list[Path]:
-    """The folders on a PATH value, each followed by the package folders of the prefix it
-    belongs to (``PREFIX/bin`` → ``PREFIX/lib/python*/site-packages``, ``dist-packages``,
-    ``PREFIX/lib/node_modules``): what the run's interpreters import."""
+    """The folders on a PATH value, each followed by its prefix's package folders
+    (site-packages, dist-packages, node_modules): what the run's interpreters import."""
     found: dict[Path, Path] = {}  # by the real folder: /bin and /usr/bin are often one
     for entry in path_value.split(os.pathsep):
         if not entry or not os.path.isabs(entry):

@@ -106,9 +106,8 @@ class ItemWhy:
 
 
 def specs_named(store: Store, name: str, load: Callable[[Path], list[Spec]]) -> list[Spec]:
-    """The specs `name` stands for: a spec file's (``*.atom.yaml``), else the specs of that
-    base name, loaded from the files the store last ran them from. HistoryError when the
-    store holds no spec of that name and it is no spec file."""
+    """The specs `name` stands for: a spec file's, else the specs of that base name, loaded
+    from the files the store last ran them from; HistoryError when there are none."""
     given = Path(name)
     if name.endswith(SPEC_SUFFIX) and given.is_file():
         return load(given)
@@ -132,9 +131,8 @@ def why_items(
     repeats: int = 1,
     blocked: Blocked = lambda spec: "",
 ) -> list[ItemWhy]:
-    """Each item of `specs` against its last stored run: the repeats that run stored (else
-    `repeats`), each compared with its digest now; `blocked` says why the cache never
-    serves a spec."""
+    """Each item of `specs` against its last stored run (the repeats it stored, else
+    `repeats`); `blocked` says why the cache never serves a spec."""
     out: list[ItemWhy] = []
     for spec in specs:
         name, case, arm = identity(spec)
