@@ -26,8 +26,7 @@ from pytest_atom.words import plural
 
 SPEC_DIR = "specs"
 #: Scaffold files, relative to the project folder (the ones `--force` may overwrite), and
-#: their templates in atom_cli/scaffold/: an example spec that `pytest --atom` plays from
-#: its script, its workspace, and the project's `.atom/config.yaml`.
+#: their templates in atom_cli/scaffold/.
 SCAFFOLD: dict[str, str] = {
     f"{SPEC_DIR}/hello.atom.yaml": "hello.atom-spec.yaml",
     f"{SPEC_DIR}/scripts/hello.yaml": "hello-script.yaml",

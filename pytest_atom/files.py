@@ -1,12 +1,8 @@
-"""Writing files so that nothing is ever half-written, the caches a copy leaves out,
-records of finished folders that cost no second copy (`link_tree`), and reading and
-copying folders an agent wrote without following a link or opening a special file
-(`shown_content`, `copy_tree`).
+"""Writing files so that nothing is ever half-written, and reading and copying folders an
+agent wrote without following a link or opening a special file.
 
-Cassettes, traces, reports and scrubbed transcripts are all replaced the same way: a
-temporary file beside the target, flushed to disk, then renamed over it, so a crash or
-Ctrl-C leaves the previous file byte-identical and a reader sees the old file or the new
-one, whole.
+Every file pytest-atom writes is replaced the same way: a temporary file beside the target,
+flushed to disk, then renamed over it, so a crash or Ctrl-C leaves the previous file whole.
 """
 
 from __future__ import annotations

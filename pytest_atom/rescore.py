@@ -1,12 +1,10 @@
 """`atom rescore RUN [SPEC…]`: a stored run's attempts judged again, recorded as a new run.
 
 Each item of the run (of the SPECs named, else all) is judged by today's spec on the final
-attempt its run folder kept: the attempt is copied into a new run folder and only the
-reflector runs on it, through the same gateway and model source as a run, and the outcome
-is decided as a run decides it. The executor's CLI is never started, and nothing is written
-to the spec's cassette. Today's checks of the files run again on the attempt, so the
-reflector reads the evidence the run read and a replay recalls its verdict when nothing
-changed; a check of the agent's calls keeps its stored result (`checks_again`).
+attempt its run folder kept, copied into a new run folder: only the reflector runs, through
+the same gateway and model source as a run, and nothing is written to the spec's cassette.
+Today's checks of the files run again, so the reflector reads the evidence the run read and
+a replay recalls its verdict when nothing changed.
 
 The new run is recorded as ``kind="rescore"``, ``rescore_of`` the old run's id, so `atom
 diff OLD NEW` shows what today's criteria change; its items are judgements, not trials. An

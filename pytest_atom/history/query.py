@@ -8,18 +8,13 @@ judgements of its own (`SeriesSummary.kind` ``rescore``), never mixed into the t
 
 - `summarize`: per (spec, case, arm), its last N runs: the trials' pass rate with its
   Wilson 95 % interval, means per trial, the last outcome, and a trend where the change is
-  beyond noise: the gate's own test (`baseline.gate`), the window's older half of runs
-  against its newer half, Fisher's exact test one-sided each way, Holm-adjusted over the
-  series, at the gate's alpha.
-- `spec_runs`: one spec's runs, newest first, an entry per run and (case, arm).
+  beyond noise: the window's older half of runs against its newer half, by the gate's
+  Fisher test one-sided each way, Holm-adjusted over the series, at the gate's alpha.
 - `flaky`: the trials whose outcome changed while their inputs did not: over runs with one
   input digest, and among the repeats of one session. An item without a digest is unknown
-  across runs, never "unchanged" (`FlakyReport.unknown`); it is flaky only by disagreeing
-  with its own session's repeats.
-- `last_failed`: ``--atom-last-failed``, the lines that failed in the store's last run, as
-  `pytest --lf`. Every repeat of a failed line runs again: re-running only the draws that
-  failed would make a pass rate of nothing.
-- `like_run`: the run to compare a run with when none is named, and `compare_with_like`.
+  across runs, never "unchanged"; it is flaky only by disagreeing with its session's repeats.
+- `last_failed`: ``--atom-last-failed``, as `pytest --lf`. Every repeat of a failed line
+  runs again: re-running only the draws that failed would make a pass rate of nothing.
 
 A pass is ``passed`` or ``xpassed``; a fail is ``failed`` or ``xfailed``; ``error`` and
 ``skipped`` count in neither.

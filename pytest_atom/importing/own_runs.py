@@ -1,20 +1,14 @@
 """Sessions of pytest-atom's own runs, as `atom import` meets them.
 
-A run keeps Claude Code's transcripts in its run folder
-(``.atom/runs/<spec>-<stamp>-<id>/claude-config/projects/``), and the agent's session ran in
-the run's copy of the spec's workspace (``…/attempts/a01``). Two things there must not reach
-an imported spec:
+A run keeps Claude Code's transcripts in its run folder, and the agent's session ran in the
+run's copy of the spec's workspace (``…/attempts/a01``). Two things there must not reach an
+imported spec:
 
 - the harness's wrapper around the prompt: the reader keeps the spec's task alone
-  (`Session.wrapper`, `pytest_atom.prompts.split_first_message`);
-- the run's folder as the workspace. Retention deletes run folders (``keep_runs``,
-  ``keep_runs_size``), and the folder holds where the session ended, not where it started:
-  the task done, ``USER_PROMPT.md``, the harness's ``.claude/``. `refusal` says so and names
-  the spec the run came from and its workspace, which is what the session started from;
-  ``atom import --workspace`` takes it.
-
-A copy of the run's folder would keep the session's result: a replay would start with the
-work done.
+  (`Session.wrapper`);
+- the run's folder as the workspace: retention deletes it, and it holds where the session
+  ended, not where it started (a copy would start a replay with the work done). `refusal`
+  names the spec's workspace instead, which ``atom import --workspace`` takes.
 
 The reflector's and the planner's sessions of a run sit beside the agent's, in the same
 folder: their first prompt carries no task, and `not_the_agent` names the agent's file.

@@ -1,17 +1,13 @@
 """The outcome cache: an item whose inputs are those of a stored passing item is not run.
 
-`OutcomeCache` stands around each of the harness's runs (`run.harness.AroundRun`) when the
-history store is on: it computes the item's input digest and stamps it on the result, so
-the store records it. With ``--atom-cache`` it first looks for the newest stored item of
-the same (spec, case, arm) with those inputs (`InputDigest.matches`: part by part, so code
-the stored session loaded and this one does not is no change) and, when that one passed
-(passed, xpassed, or xfailed as its spec expects), reports it instead: a `SpecResult` with
-`cached_from` set, no attempt, no CLI started, nothing spent.
+`OutcomeCache` stands around each of the harness's runs when the history store is on: it
+stamps the item's input digest on the result, so the store records it. With ``--atom-cache``
+it first looks for the newest stored item of the same (spec, case, arm) with those inputs
+(`InputDigest.matches`) and, when that one passed, reports it instead: no attempt, no CLI
+started, nothing spent.
 
-Only a replay of a cassette that exists, or a scripted run, is taken from the cache
-(`uncacheable`): a recording and ``--atom-rejudge`` always run, as does a spec with
-`snapshot:` and one whose run can reach what the digest cannot see (`inputs.unseen`) unless
-the spec trusts it. A digest that cannot be computed leaves the item to run and report it.
+A recording and ``--atom-rejudge`` always run (`uncacheable` lists every such rule). A
+digest that cannot be computed leaves the item to run and report it.
 
 Repeats are served whole or not at all, from the newest stored session in which every
 repeat had today's inputs, when all of them passed there: a threshold over repeats

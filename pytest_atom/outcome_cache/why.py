@@ -2,12 +2,10 @@
 outcome, so a user knows whether ``--atom-cache`` will report them or run them, and why.
 
 For each item (case, arm, repeat) of the spec, the last run that ran it in the store is
-compared with its input digest now (`outcome_cache.input_digest`), part by part: the fixed parts
-(`PARTS`), and each module, file and toolchain folder by its path. The code parts are hashed
-at the places the stored item named: this process loaded other code than pytest's. An item
-stored without a digest (recorded with the store off, imported, or before digests) is
-unknown: every part counts as changed, never "unchanged". An item the cache never serves
-(a recording, a spec whose run reaches what the digest cannot see) says so.
+compared with its input digest now, part by part. The code parts are hashed at the places
+the stored item named: this process loaded other code than pytest's. An item stored without
+a digest is unknown: every part counts as changed, never "unchanged". An item the cache
+never serves says so.
 """
 
 from __future__ import annotations
