@@ -114,8 +114,7 @@ def _specs_named(target: str, *, arms: bool) -> list[Spec]:
 
 
 def _spec_cassettes(target: str, missing: list[str]) -> list[tuple[Spec, Path]]:
-    """The cassettes of the specs `target` names; a spec without one goes to `missing`, and
-    none found at all is an error."""
+    """The cassettes of the specs `target` names (none: an error); specs lacking one: `missing`."""
     chosen = _specs_named(target, arms=True)
     found = [(spec, cassette_path(spec)) for spec in chosen if cassette_path(spec).exists()]
     missing += [

@@ -115,8 +115,7 @@ def _write_scaffold(directory: Path, relative: str, content: str, force: bool) -
 
 
 def _ignore_runs(directory: Path) -> str:
-    """Keep run folders (the last results among them), the history store and failed
-    recordings' partial cassettes out of git."""
+    """Keep run folders, the history store and partial cassettes out of git."""
     path = directory / ".gitignore"
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     lines = {line.strip() for line in text.splitlines()}

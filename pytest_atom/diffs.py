@@ -139,8 +139,7 @@ def _installed(rel: str, installed: Sequence[str]) -> bool:
 
 
 def _file_diffs(old: Mapping[str, Path], new: Mapping[str, Path]) -> list[str]:
-    """Unified diffs of the text files that differ; a line for each binary one that does
-    (links and special files as `shown_content` shows them)."""
+    """Unified diffs of the text files that differ; a line for each binary one that does."""
     parts: list[str] = []
     for name in sorted(old.keys() | new.keys()):
         a = shown_content(old[name]) if name in old else ""

@@ -76,8 +76,7 @@ def run_probes(root: Path) -> Iterator[Finding]:
 
 
 def check_claude() -> tuple[Finding, Path | None]:
-    """The `claude` binary pytest-atom would run and its version, and the binary (None: none
-    runs), which the self-test and the sandbox probe use."""
+    """The `claude` binary pytest-atom would run, its version, and the binary (None: none runs)."""
     source = " (from ATOM_CLAUDE_BIN)" if os.environ.get("ATOM_CLAUDE_BIN") else ""
     try:
         binary = find_claude()
@@ -113,8 +112,7 @@ def check_credentials() -> Finding:
 
 
 def check_environment() -> Finding:
-    """Which of the caller's variables a run leaves out (names only, never values): a run's
-    processes get an environment built from parts (pytest_atom.environment)."""
+    """Which of the caller's variables a run leaves out, by name, never value."""
     try:
         pass_env = load_config().pass_env
     except ConfigError as exc:
@@ -158,8 +156,7 @@ def check_node() -> Finding:
 
 
 def editable_sources(root: Path) -> list[tuple[str, Path]]:
-    """(distribution, source folder) of each editable install (PEP 610's
-    ``dir_info.editable``) from `root` or a folder inside it."""
+    """(distribution, source folder) of each editable install from `root` or inside it."""
     found: dict[str, Path] = {}
     for dist in importlib.metadata.distributions():
         try:
@@ -199,8 +196,7 @@ def check_editable_installs(root: Path) -> Finding | None:
 def _scripted_run(
     binary: Path, turns: list[dict[str, Any]], run_dir: Path, confinement: Confinement | None = None
 ) -> tuple[IterationRecord, int]:
-    """`binary` run once in ``run_dir/work`` against a local gateway scripted with `turns`:
-    its record, and how many requests the gateway answered."""
+    """`binary` run once against a gateway scripted with `turns`: its record and requests."""
     gateway = Gateway(scripted(turns)).start()
     try:
         env = claude_env(gateway.url, run_dir / "config")

@@ -182,8 +182,7 @@ def passed(pass_env: Iterable[str] = (), caller: Mapping[str, str] | None = None
 
 
 def left_out(pass_env: Iterable[str] = (), caller: Mapping[str, str] | None = None) -> list[str]:
-    """The sorted names (never values) of the caller's variables a run does not get but
-    `pass_env:` could pass."""
+    """The sorted names of the caller's variables a run does not get but `pass_env:` could pass."""
     source = os.environ if caller is None else caller
     wanted = tuple(pass_env)
     return sorted(
@@ -428,8 +427,7 @@ _DEFAULT_HOSTS = (
 
 
 def network_hint(output: str, command: str, what: str = "set-up") -> str | None:
-    """The hosts the sandbox's proxy refused a set-up or check (`what`) and the spec key
-    that allows them; None when the output shows no refusal."""
+    """The hosts the sandbox's proxy refused and the spec key that allows them; None: no refusal."""
     if not _PROXY_REFUSED.search(output):
         return None
     hosts = [

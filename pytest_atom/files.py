@@ -85,14 +85,12 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_C
 
 
 def special_kind(mode: int) -> str | None:
-    """What a device, FIFO or socket is, in words ("a FIFO (named pipe)"); None for a
-    regular file, a folder or a link."""
+    """A device, FIFO or socket in words ("a FIFO (named pipe)"); None for anything else."""
     return next((words for test, words in _SPECIAL_KINDS if test(mode)), None)
 
 
 def special_error(path: Path, shown: str, kind: str) -> SpecialFileError:
-    """The error for a special file at `path`, named `shown` (a path relative to what is
-    copied), that says how to leave it out."""
+    """The error for a special file at `path` (shown as `shown`), saying how to leave it out."""
     return SpecialFileError(
         f"{shown!r} is {kind} ({path}): pytest-atom copies no devices, FIFOs or sockets "
         "into a run; remove it, or leave it out with the spec's `workspace: exclude:`"

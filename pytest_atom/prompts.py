@@ -63,8 +63,7 @@ class PromptLoader:
     def __init__(
         self, project_dir: Path | None = None, search_paths: Sequence[Path] | None = None
     ) -> None:
-        """`project_dir` defaults to the working directory at load time; `search_paths`,
-        when given, replaces the whole search list (first folder wins)."""
+        """`search_paths`, when given, replaces the whole search list (first folder wins)."""
         self._project_dir = project_dir
         self._search_paths = None if search_paths is None else [Path(p) for p in search_paths]
 
@@ -88,8 +87,7 @@ class PromptLoader:
         raise PromptNotFoundError(filename, folders)
 
     def load(self, toolname: str | None = None, *, max_iterations: int | None = None) -> str:
-        """The composed prompt for `toolname`, with ``{max_iterations}`` filled in when
-        given (left as is otherwise, so a caller can render it later)."""
+        """The composed prompt for `toolname`, ``{max_iterations}`` filled in when given."""
         text = "\n\n".join(
             self.find(name).read_text(encoding="utf-8") for name in prompt_files(toolname)
         )

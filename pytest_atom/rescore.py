@@ -177,8 +177,7 @@ def stored_attempt(run_folder: Path, spec: Spec) -> StoredAttempt:
 
 
 def final_message(run_folder: Path, spec: Spec) -> str:
-    """The executor's last text, from the (scrubbed) transcript Claude Code kept of its
-    session; "" if none."""
+    """The executor's last text, from the transcript Claude Code kept; "" if none."""
     session = session_id_for(spec)
     last = ""
     for transcript in sorted(
@@ -268,8 +267,7 @@ def run_case(spec: Spec, found: RunFound, cases: dict[str, Spec]) -> Spec:
 
 
 def find_run(run: str, spec: Spec, store: Store | None, case: str | None = None) -> RunFound:
-    """RUN as a run folder, else as a run of the store (its item of `case`, when SPEC named
-    one); CalibrationError says which it tried."""
+    """RUN as a run folder, else as a run of the store; CalibrationError says which it tried."""
     folder = Path(run)
     if folder.is_dir():
         item = _item_for_folder(folder, spec, store)

@@ -71,8 +71,7 @@ def _knowing(spec: Spec) -> Scrubber:
 
 
 def _spec(spec_file: Path, name: str) -> Spec | None:
-    """The spec `name` (an arm's full name too) of `spec_file`; None when it cannot be
-    loaded or has no such spec."""
+    """The spec `name` (an arm's too) of `spec_file`; None when it cannot be loaded."""
     try:
         specs = load_project_specs(spec_file)
     except Exception:  # noqa: BLE001 - a spec that does not load only costs its secrets
@@ -81,8 +80,7 @@ def _spec(spec_file: Path, name: str) -> Spec | None:
 
 
 def load_project_specs(file: Path) -> list[Spec]:
-    """The specs of one file, with the project's check kinds when plain loading refuses one
-    (SpecError when neither loads it)."""
+    """The specs of one file, with the project's check kinds when plain loading refuses one."""
     try:
         return load_specs(file)
     except SpecError:

@@ -18,8 +18,7 @@ from pytest_atom.spec.types import Spec
 
 @dataclass(frozen=True)
 class Stamped:
-    """What stamping one spec's cassette did (`line` says it): `fits` is False when it has
-    no cassette, or one that does not fit."""
+    """What stamping one spec's cassette did: `fits` is False when none fits."""
 
     fits: bool
     line: str

@@ -120,8 +120,7 @@ def _taped(path: Path) -> bool:
 
 
 def _with_spec_cassettes(paths: Sequence[Path]) -> list[Path]:
-    """`paths` with each spec file replaced by its specs' cassettes (and its calibration
-    cassette, when it has one)."""
+    """`paths` with each spec file replaced by its specs' (and calibration's) cassettes."""
     out: list[Path] = []
     for path in paths:
         if path.is_file() and path.name.endswith(SPEC_SUFFIX):

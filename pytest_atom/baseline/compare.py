@@ -334,8 +334,7 @@ def compare_run(
 
 
 def deterministic(entry: Mapping[str, Any]) -> bool:
-    """Whether an entry's runs were all alike; an old baseline's without per-repeat data
-    was, unless its outcomes were mixed."""
+    """Whether an entry's runs were all alike (an old baseline's: unless its outcomes mixed)."""
     return bool(entry.get("deterministic", entry.get("outcome") != "mixed"))
 
 
@@ -465,8 +464,7 @@ class BaselineGate:
         return list({**delta_properties(comparison), **extra}.items())
 
     def finish(self, rows: Iterable[SummaryRow]) -> bool:
-        """Compare the whole run; True when something regressed (the session fails):
-        never for INCONCLUSIVE."""
+        """Compare the whole run; True when something regressed (never for INCONCLUSIVE)."""
         self.comparisons, self.gate = gate_run(self.baseline, rows, self.tolerance)
         total = self.gate is not None and self.gate.answer == "REGRESSION"
         return total or any(c.status == "regression" for c in self.comparisons)

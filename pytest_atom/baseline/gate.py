@@ -127,8 +127,7 @@ class GateResult:
         return [line for line, _ in self.flagged_lines()]
 
     def flagged_lines(self) -> list[tuple[str, bool]]:
-        """The gate's answer, then each spec's and the total's, each with whether it tells
-        of a regression."""
+        """The gate's, each spec's and the total's lines, each with whether it is a regression."""
         n = len(self.specs)
         how = (
             f"Fisher's exact test per spec, Holm-adjusted over {n} specs, at alpha "

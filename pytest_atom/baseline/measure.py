@@ -127,8 +127,7 @@ def _repeat_figures_text(r: Runs) -> str:
 def repeat_lines(
     rows: Iterable[Row], gate: float | None, pass_at_least: int | None = None
 ) -> list[str]:
-    """The summary's pass rates under --atom-repeat, each with its interval and the
-    threshold it is held to (`results.thresholds`), met or not."""
+    """The summary's pass rates under --atom-repeat, with intervals and thresholds, met or not."""
     rows = list(rows)
     gates = RepeatGates(pass_at_least, gate)
     counted = {tally.spec: tally for tally in tallies(rows)}
@@ -154,8 +153,7 @@ def repeat_lines(
 
 @dataclass(frozen=True)
 class ArmFigures:
-    """One arm of one spec, and its difference from the reference arm (None for the
-    reference itself, or when the reference did not run)."""
+    """One arm of one spec, and its difference from the reference arm (None: the reference)."""
 
     spec: str
     arm: str
@@ -499,8 +497,7 @@ def _repeated(rows: Sequence[Row], gates: RepeatGates) -> list[tuple[Runs, Tally
 
 
 def measured(rows: Sequence[Row], gates: RepeatGates | None = None) -> dict[str, Any]:
-    """Everything this module measures, as plain data: repeats (each with its threshold,
-    under the run's `gates`), arms, arms over specs, cases, conversations, triggers."""
+    """Everything this module measures, as plain data (`gates`: the run's thresholds)."""
     gates = gates or RepeatGates()
     figures = arm_figures(rows)
     return {

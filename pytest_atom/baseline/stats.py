@@ -217,8 +217,7 @@ def welch(
 def newcombe(
     before: tuple[int, int], after: tuple[int, int], confidence: float = CONFIDENCE
 ) -> Interval:
-    """Newcombe's hybrid score interval (his method 10) of the change in pass rate,
-    ``after - before``, each given as (passed, runs)."""
+    """Newcombe's hybrid score interval (method 10) of ``after - before``, each (passed, runs)."""
     (c1, n1), (c2, n2) = before, after
     w1, w2 = wilson(c1, n1, confidence), wilson(c2, n2, confidence)
     p1, p2 = c1 / n1, c2 / n2
@@ -307,8 +306,7 @@ def bootstrap_mean(
     seed: int = BOOTSTRAP_SEED,
     resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> Interval | None:
-    """Percentile bootstrap interval of a mean (per-spec changes: a paired bootstrap over
-    specs); None under two values."""
+    """Percentile bootstrap interval of a mean (a paired bootstrap over specs); None under two."""
     if len(values) < 2:
         return None
     low, high = bootstrap(values, statistics.fmean, confidence, seed=seed, resamples=resamples)
@@ -343,8 +341,7 @@ def fisher_power(runs: int, p: float, q: float, alpha: float = 0.05) -> float:
 
 
 def _log_binomial(log_choose: float, n: int, k: int, p: float) -> float:
-    """log P(k passes of n) at pass rate p, given log C(n, k); -inf where that chance is 0
-    (p at 0 or 1)."""
+    """log P(k passes of n) at pass rate p, given log C(n, k); -inf where that chance is 0."""
     if (p == 0 and k > 0) or (p == 1 and k < n):
         return -math.inf
     passes = k * math.log(p) if k else 0.0

@@ -235,8 +235,7 @@ def _number(value: Any) -> float | None:
 
 
 def components(rows: Iterable[SummaryRow]) -> list[Component]:
-    """Each trigger spec's (each arm's) figures, in the rows' order; an arm's change from its
-    spec's reference arm, paired by prompt."""
+    """Each trigger spec's (each arm's) figures, in the rows' order, arms paired by prompt."""
     grouped: dict[str, list[SummaryRow]] = {}
     for row in rows:
         if row.properties.get("atom_trigger"):
@@ -282,8 +281,7 @@ def _component(key: str, runs: Sequence[SummaryRow]) -> Component:
 
 
 def paired(reference: Sequence[Prompt], arm: Sequence[Prompt]) -> Paired | None:
-    """`arm`'s change in precision and recall from `reference` over the prompts both ran,
-    with the paired bootstrap's interval from two prompts on."""
+    """`arm`'s change from `reference` over the prompts both ran (bootstrap from two prompts on)."""
     theirs = {p.id: p for p in arm}
     pairs = [(p, theirs[p.id]) for p in reference if p.id in theirs]
     if not pairs:

@@ -152,8 +152,7 @@ def identities(spec: Spec, claude_version: str, prompts: PromptLoader) -> dict[s
 
 
 def staleness(spec: Spec, claude_version: str, config: AtomConfig | None) -> dict[str, str]:
-    """Why each criterion's stored calibration does not hold for today's judge: missing,
-    or the fields that changed (`record.stale_because`)."""
+    """Why each criterion's stored calibration does not hold for today's judge."""
     stored = load_calibration(spec)
     today = identities(spec, claude_version, _prompts(spec, config))
     found = {}
@@ -178,8 +177,7 @@ def calibrate_spec(
     arms: bool = False,
     cases: Mapping[str, Spec] | None = None,
 ) -> SpecCalibration:
-    """Judge `spec`'s samples (and its arms'), each on its own case's criteria (`cases`:
-    every case of `spec` by id), measure, and store calibration.json."""
+    """Judge `spec`'s samples (and its arms'), measure, and store calibration.json."""
     samples = load_samples(spec)
     variants = [Variant(), *(load_arms(spec) if arms else ())]
     done = judge_samples(

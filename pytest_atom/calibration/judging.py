@@ -74,8 +74,7 @@ class Calibrated:
 
 
 def calibration_spec(spec: Spec) -> Spec:
-    """`spec` as its calibration runs it: its calibration cassette, and the calibration
-    folder's script when there is one."""
+    """`spec` with its calibration cassette, and the calibration folder's script if any."""
     folder = calibration_dir(spec)
     script = folder / SCRIPT
     return replace(
@@ -122,8 +121,7 @@ def judge_samples(
     claude_bin: Path,
     cases: Mapping[str, Spec] | None = None,
 ) -> Calibrated:
-    """Every variant's verdict on every sample, through one gateway and one cassette, each
-    on its own case's criteria."""
+    """Every variant's verdict on every sample, through one gateway and one cassette."""
     calibrating = calibration_spec(spec)
     own = {s.path: calibration_spec(case_of(s, spec, cases or {})) for s in samples}
     live = claude_version(claude_bin)

@@ -81,7 +81,6 @@ def needs_sandbox(checks: Iterable[Check], registry: CheckRegistry | None = None
 
 
 def unsandboxed_checks(spec: Spec) -> list[Check]:
-    """The spec's checks (its steps' included) marked ``unsandboxed: true``, in order: what
-    `atom validate` and `atom cassette check` name."""
+    """The spec's checks (its steps' included) marked ``unsandboxed: true``, in order."""
     checks = [*spec.accept, *(c for step in spec.steps for c in step.accept)]
     return [c for c in checks if c.kind in KINDS and c.params.get("unsandboxed")]

@@ -33,8 +33,7 @@ def resolve(workspace: Path, rel: str) -> Path:
 
 
 def read_text(path: Path) -> str:
-    """A regular file's text; a device, FIFO or socket is never opened (a FIFO would block
-    the check, a character device never end)."""
+    """A regular file's text; a device, FIFO or socket is never opened (it could block forever)."""
     data = read_regular(path)
     if data is None:
         raise CheckError(f"cannot read {path}: not a readable regular file")

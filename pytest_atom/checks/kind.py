@@ -37,8 +37,7 @@ class Scene:
 
 @dataclass(frozen=True)
 class Entry:
-    """One ``accept:`` entry's value in its spec file: where it sits, so a kind's `build`
-    raises its errors at the right line, with the loader's own wording."""
+    """One ``accept:`` entry's value and where it sits, so `build` raises errors at its line."""
 
     doc: Document
     at: Loc  # the place of the value, e.g. ("accept", 0, "file_contains")
@@ -73,8 +72,7 @@ class CheckKind(Protocol):
 
     @property
     def schema(self) -> Mapping[str, Any]:
-        """The JSON schema of the entry's value (refs may name the spec schema's shared
-        ``$defs``: workspacePath, toolName, toolInput)."""
+        """The JSON schema of the entry's value (refs may name the spec schema's ``$defs``)."""
 
     @property
     def reads_run(self) -> bool:
@@ -113,8 +111,7 @@ class BuiltinKind:
 
 
 class WorkspacePathKind(BuiltinKind):
-    """What a kind whose value is one workspace path shares: its schema, parameters and
-    label; a subclass adds its `name` and `run`."""
+    """What a kind whose value is one workspace path shares; a subclass adds `name` and `run`."""
 
     schema: Mapping[str, Any] = {"$ref": "#/$defs/workspacePath"}
 

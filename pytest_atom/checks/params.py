@@ -86,8 +86,7 @@ def _key(field: dataclasses.Field[Any]) -> str:
 
 
 def object_schema(cls: type, description: str | None = None) -> dict[str, Any]:
-    """The JSON schema of the object form: a property per field, those without a default
-    required, no other key allowed."""
+    """The JSON schema of the object form: fields without a default required, no other key."""
     hints = typing.get_type_hints(cls)
     fields = dataclasses.fields(cls)
     schema: dict[str, Any] = {

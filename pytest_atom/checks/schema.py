@@ -35,8 +35,7 @@ def spec_schema() -> dict[str, Any]:
 
 
 def schema_text(text: str) -> str:
-    """The file's `text` with its check kinds written from the kinds (one per line block,
-    at the file's indentation); the rest of the text unchanged."""
+    """The file's `text` with its check kinds written from the kinds; the rest unchanged."""
     found = _CHECK_KINDS.search(text)
     if found is None:
         raise ValueError("spec_schema.json has no $defs.check.properties")

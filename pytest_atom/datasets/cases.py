@@ -156,8 +156,7 @@ def _count(reserved: Mapping[str, Any], key: str, origin: Origin) -> int | None:
 
 
 def duplicate_ids(cases: Sequence[Case]) -> None:
-    """Refuse two cases with one id (or one cassette file): they would be one pytest item
-    and share a cassette."""
+    """Refuse two cases with one id or cassette file: they would be one item, one cassette."""
     seen: dict[str, Case] = {}
     for case in cases:
         key = case.id.lower()  # one cassette file, on a case-insensitive file system too

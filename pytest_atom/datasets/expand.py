@@ -99,8 +99,7 @@ def _at(mapping: dict[str, Any], at: Loc) -> Any:
 
 
 def read_spec_cases(doc: Document, at: Loc, value: Any) -> list[Case]:
-    """The cases written at `at`, inline (a list of mappings, schema-checked already) or
-    from the file beside the spec that `value` names."""
+    """The cases written at `at`, inline or from the file beside the spec that `value` names."""
     if isinstance(value, str):
         return read_cases(spec_side(doc, at, value, "file"))
     cases = []

@@ -64,8 +64,7 @@ class Templates:
     def __init__(
         self, doc: Document, loc: Loc, mapping: Mapping[str, Any], free: Collection[str] = ()
     ) -> None:
-        """`free`: variables a case may hold though no template reads them (a trigger
-        suite's `trigger` label, which the loader reads)."""
+        """`free`: variables a case may hold though no template reads them (a trigger label)."""
         from jinja2 import StrictUndefined, TemplateSyntaxError, meta
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -155,8 +154,7 @@ def _close_name(message: str, env: Any) -> str | None:
 
 
 def _pieces(tree: Any) -> tuple[tuple[bool, str], ...] | None:
-    """A template's text and plain ``{{ name }}`` parts, or None when it holds anything
-    else (a filter, an attribute, a statement): then Jinja2 renders it."""
+    """A template's text and plain ``{{ name }}`` parts; None when Jinja2 must render it."""
     from jinja2 import nodes
 
     pieces: list[tuple[bool, str]] = []

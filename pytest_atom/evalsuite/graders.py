@@ -99,8 +99,7 @@ def _glob(pattern: str) -> re.Pattern[str]:
 
 
 def eval_file_exists(check: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
-    """A file_exists grader: a file the agent wrote matches the glob (or, `exists: false`,
-    none does)."""
+    """A file_exists grader: a file the agent wrote matches the glob (`exists: false`: none)."""
     p = check.params
     files = agent_files(workspace)
     hits = [f for f in files if _glob(p["path"]).match(f)]

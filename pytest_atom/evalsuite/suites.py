@@ -202,8 +202,7 @@ def _merge_prompt_md(prompt_file: Path, merged: dict[str, Any], execution: dict[
 
 
 def _grader_files(graders_dir: Path) -> list[tuple[dict[str, Any], tuple[Path, int]]]:
-    """The graders written as ``graders/*.md``, each with where it is written; a file
-    without frontmatter is prose (notes), as the CLI reads it."""
+    """The graders written as ``graders/*.md``; one without frontmatter is notes, as in the CLI."""
     found: list[tuple[dict[str, Any], tuple[Path, int]]] = []
     for path in sorted(graders_dir.glob("*.md")):
         front, body, _ = _frontmatter(path)

@@ -239,8 +239,7 @@ _PROVENANCE = frozenset({"imported_from", "files"})
 
 
 def setting_changes(before: RunRecord, after: RunRecord) -> tuple[SettingChange, ...]:
-    """The settings that differ between the runs (in the later run's order), then the
-    Claude Code version when it changed."""
+    """The settings that differ between the runs, then the Claude Code version if it changed."""
     names = [n for n in dict.fromkeys([*after.settings, *before.settings]) if n not in _PROVENANCE]
     found = [
         SettingChange(name, before.settings.get(name), after.settings.get(name))
@@ -254,8 +253,7 @@ def setting_changes(before: RunRecord, after: RunRecord) -> tuple[SettingChange,
 
 @dataclass(frozen=True)
 class RunDiff:
-    """`after` compared with `before`: the lines that changed, those within noise, and
-    how many stayed as they were; `deltas` over the lines both runs have."""
+    """`after` compared with `before`: the changed lines, those within noise, how many stayed."""
 
     before: RunRecord
     after: RunRecord
@@ -553,8 +551,7 @@ Tested = dict[SeriesKey, tuple[str, Mapping[str, Any]]]
 def _paired_tests(
     lines: Mapping[SeriesKey, tuple[Sequence[ItemRecord], Sequence[ItemRecord]]],
 ) -> tuple[Tested, Mapping[str, Any] | None]:
-    """Per repeated line: (direction or "" for neither, the gate's figures); and the
-    total's figures (two lines on)."""
+    """Per repeated line: (direction, or "" for neither; the figures); and the total's figures."""
     if not lines:
         return {}, None
     counts = {

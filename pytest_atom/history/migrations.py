@@ -68,8 +68,7 @@ _STEPS: dict[int, tuple[str, ...]] = {
 
 
 def _create(table: str, record: type, extra: tuple[tuple[str, Column], ...], key: str) -> str:
-    """The table as version 1 made it: its record's first fields, in order, with the
-    columns that are no field placed after those they follow."""
+    """The table as version 1 made it, with its non-field columns after those they follow."""
     made = [c for _, c in columns(record) if c.since == 1]
     for after, each in extra:
         made.insert(next(n for n, c in enumerate(made) if c.name == after) + 1, each)

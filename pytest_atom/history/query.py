@@ -401,8 +401,7 @@ class FlakyReport:
 
 
 def flaky(store: Store, last: int = 20, spec: str | None = None) -> FlakyReport:
-    """The series whose trials' outcome changed in their last `last` runs while their
-    inputs stayed the same (the module docstring says how)."""
+    """The series whose trials' outcome changed in their last `last` runs, inputs the same."""
     found: list[FlakyItem] = []
     unknown = checked = 0
     for series in store.series(spec):

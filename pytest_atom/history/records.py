@@ -103,8 +103,7 @@ SeriesKey = tuple[str, str | None, str | None]
 
 
 def series_label(series: SeriesKey, repeat: int | None = None) -> str:
-    """``base[case][arm]``, as `Spec.name` spells a line (parts present only when set), and
-    ``[rN]`` after it for a `repeat`."""
+    """``base[case][arm]``, as `Spec.name` spells a line, and ``[rN]`` for a `repeat`."""
     spec, case, arm = series
     parts = "".join(f"[{p}]" for p in (case, arm) if p is not None)
     return spec + parts + (f"[r{repeat}]" if repeat is not None else "")

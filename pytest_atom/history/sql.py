@@ -136,8 +136,7 @@ class SqlStore:
         return int(rows[0][0]) if rows else 0
 
     def migrate(self, to: int = SCHEMA_VERSION) -> None:
-        """Take the schema steps the store has not taken, up to `to`; refuse a store newer
-        than this pytest-atom."""
+        """Take the steps the store has not taken, up to `to`; refuse a store newer than this."""
         if self.version() == to:
             return  # the common case: no lock, no write
         with self._transaction(locked=True) as cursor:
@@ -244,8 +243,7 @@ class SqlStore:
     def _last_runs(
         self, where: str, params: tuple[Any, ...], limit: int | None
     ) -> list[tuple[str, str]]:
-        """(started, id) of the last `limit` runs with an item `where` says, newest first,
-        from the series index alone."""
+        """(started, id) of the last `limit` runs with an item `where` says, by the series index."""
         sql = (
             f"SELECT DISTINCT started, run_id FROM atom_items WHERE {where} "
             "ORDER BY started DESC, run_id DESC"

@@ -50,8 +50,7 @@ class Store(Protocol):
         ...
 
     def run(self, run_id: str) -> RunRecord:
-        """The run with this id (or unique id prefix); HistoryError naming the store
-        when there is none."""
+        """The run with this id (or unique id prefix); HistoryError naming the store when none."""
         ...
 
     def items(self, run_id: str, spec: str | None = None) -> list[ItemRecord]:

@@ -300,8 +300,7 @@ def first_version(versions: Iterable[str | None]) -> str | None:
 
 
 def write_run(where: str, root: Path, run: RunRecord, items: Sequence[ItemRecord]) -> str | None:
-    """Record `run` in the store `where` names; None when written (or the store is off),
-    else the warning line to show."""
+    """Record `run` in the store `where` names; None when written, else the warning line to show."""
     url = store_url(where, root)  # `none` opens a store that records nothing
     try:
         store = open_store(url, root)
@@ -340,8 +339,7 @@ class Imported:
 
 
 def read_file(path: Path) -> ResultsFile:
-    """A results file (or a ``--atom-report`` folder holding one); HistoryError naming the
-    file and what it should be."""
+    """A results file (or a ``--atom-report`` folder holding one); HistoryError says why not."""
     file = path / _RESULTS if path.is_dir() else path
     try:
         rows = read_results(file)

@@ -87,8 +87,7 @@ class Session:
 
 
 def decode_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """Every non-blank line of `path` as a JSON object, with its line number; a line that is
-    not one is an error naming the file and line."""
+    """Every non-blank line of `path` as a JSON object, with its line number."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

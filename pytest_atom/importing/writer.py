@@ -70,8 +70,8 @@ def write_spec(
     prompt: str | None = None,
     workspace: Path | None = None,
 ) -> Imported:
-    """Write `session` as a scripted spec under `out`; refuse to overwrite anything.
-    `workspace` replaces the session's folder as the spec's workspace."""
+    """Write `session` as a scripted spec under `out`, overwriting nothing; `workspace`
+    replaces the session's folder as the spec's workspace."""
     out = out.resolve()
     name = _spec_name(name or default_name(session))
     spec_path, script_path, results_path = _new_paths(out, name)
@@ -282,8 +282,7 @@ def _git(folder: Path, *args: str) -> str | None:
 
 
 def _folder(session: Session, cwd: str | None, out: Path, given: Path | None) -> Path | None:
-    """The folder the workspace is: `given` (``--workspace``), else the session's, which a
-    pytest-atom run folder may not be (retention deletes it)."""
+    """The workspace folder: `given` (``--workspace``), else the session's, if not a run folder."""
     run = own_run(cwd)
     if run is not None and session.wrapper is None:
         raise not_the_agent(session, run)

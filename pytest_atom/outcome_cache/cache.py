@@ -53,8 +53,7 @@ LOOK_BACK = 50
 
 
 class OutcomeCache:
-    """Digests every run of a session; with `enabled` (``--atom-cache``) reports a stored
-    passing item in place of a run whose digest it has."""
+    """Digests every run; with `enabled` (``--atom-cache``) reports a stored pass in its place."""
 
     def __init__(
         self,
@@ -96,8 +95,7 @@ class OutcomeCache:
         repeat: int | None,
         run: Callable[[], SpecResult],
     ) -> SpecResult:
-        """The stored outcome when the cache is on and has one, else `run()`'s result; each
-        with the item's digest."""
+        """The stored outcome when the cache has one, else `run()`'s; each with its digest."""
         started = time.perf_counter()
         found = self.digest(spec, settings, repeat)
         stored = self._lookup(spec, found, settings, repeat)

@@ -59,8 +59,7 @@ def label(path: Path, root: Path | None) -> str:
 
 
 class Reads:
-    """One session's memo of what is walked once per session: the code in pytest's process,
-    the toolchain's folders, the folders a spec names (prompts)."""
+    """One session's memo of the code, toolchain folders and prompt folders it walked once."""
 
     def __init__(self, root: Path | None) -> None:
         self.root = root
@@ -90,8 +89,7 @@ class Reads:
         return dict(self._code)
 
     def code_at(self, labels: Sequence[str]) -> dict[str, str]:
-        """``code`` parts for the code named (a stored item's), hashed now: how a process
-        that did not load it (`atom history why`) compares it."""
+        """``code`` parts for the code a stored item named, hashed now (for `atom history why`)."""
         return {
             f"code {name}": (
                 record_hash(name[5:])
@@ -193,8 +191,7 @@ def loaded_code() -> set[Path]:
 
 
 def code_hash(place: Path) -> str:
-    """A module file's bytes, or a package folder's code files (`CODE_SUFFIXES`) by their
-    relative paths and bytes."""
+    """A module file's bytes, or a package folder's code files by relative path and bytes."""
     if not place.is_dir():
         return digest.content(place)
     files = sorted(

@@ -40,8 +40,7 @@ Blocked = Callable[["Spec"], str]
 
 @dataclass(frozen=True)
 class ItemWhy:
-    """One item: its last stored record (None: never stored), the parts changed since, and
-    whether the outcome cache would report it now."""
+    """One item: its last stored record, the parts changed since, whether the cache serves it."""
 
     spec: str
     case: str | None

@@ -17,8 +17,7 @@ GROUP = "pytest_atom.check_kinds"
 
 
 def _in_schema_order(names: tuple[str, ...]) -> list[str]:
-    """pytest-atom's kinds in the order ``spec_schema.json`` lists them (what its error
-    messages list), a kind it does not list yet last: installed metadata keeps no order."""
+    """pytest-atom's kinds in ``spec_schema.json``'s order (installed metadata keeps none)."""
     listed = list(SPEC_SCHEMA["$defs"]["check"]["properties"])
     return sorted(names, key=lambda name: listed.index(name) if name in listed else len(listed))
 

@@ -136,8 +136,7 @@ KIND = Command()
 
 
 def _unsandboxed(entry: Entry, value: dict[str, Any]) -> bool:
-    """A command check's way out of the sandbox: ``unsandboxed: true`` with its ``reason:``,
-    both or neither, so that every way out is explained in the spec itself."""
+    """``unsandboxed: true`` and its ``reason:``, both or neither: every way out is explained."""
     unsandboxed, reason = bool(value.get("unsandboxed")), value.get("reason")
     if unsandboxed and reason is None:
         raise entry.error(
