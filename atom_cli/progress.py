@@ -319,7 +319,6 @@ class Progress:
         return shorten(self.scrubbed(text), LINE)
 
     def _agent(self, event: events.Event) -> None:
-        """What the agent does, as it happens."""
         say = self.console.print
         if isinstance(event, events.SessionStarted):
             self.iteration += 1

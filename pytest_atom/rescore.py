@@ -122,8 +122,7 @@ def _rescore_item(item: ItemRecord, harness: Harness) -> tuple[ItemRecord, str |
         judged = replace(item, run_id="", kind="rescore", outcome="error", why=why)
         return replace(judged, tokens={}, cost_usd=nothing, spent_usd=0.0, wall_seconds=0.0), None
     new = item_record(result, item.repeat, scrubber=Scrubber())
-    # The attempt is the stored one: its tool calls are the executor's, as they were. A
-    # judgement of it, not a trial: it stays out of the spec's pass rate and means.
+    # A judgement of the stored attempt, not a trial: out of the spec's pass rate and means.
     new = replace(new, kind="rescore", tool_calls=item.tool_calls)
     return new, claude_version_of(result)
 

@@ -111,8 +111,7 @@ def read_results(path: Path) -> list[SummaryRow]:
     rows = []
     for r in data["results"]:
         props = r.get("properties") or {}
-        # The row's outcome, as the session finally saw it (pytest may fail a passed spec
-        # on a snapshot); the properties add why, when they say the same.
+        # The session's last word on the outcome (pytest may fail a passed spec on a snapshot).
         outcome = Outcome.from_properties(props)
         if outcome is None or outcome.label != r["outcome"]:
             outcome = Outcome.of_label(r["outcome"])

@@ -157,8 +157,6 @@ def judge_samples(
 
 @dataclass
 class _Judge:
-    """One variant of the judge, judging sample after sample."""
-
     spec: Spec
     variant: Variant
     run_dir: Path

@@ -73,8 +73,7 @@ def take_sample(spec: Spec, found: RunFound, registry: CheckRegistry | None = No
         return read_sample(path)
     attempt = last_attempt(found.folder)
     installed = configuration.installed_paths(spec.claude)
-    # Every text is scrubbed before it is clipped: a clip through a secret would leave a
-    # part of it that `write_sample`'s scrubber, which knows it whole, lets through.
+    # Scrubbed before clipped: a clip through a secret leaves a part the scrubber misses.
     scrub = Scrubber().scrub
     turns = _transcript(spec, found.folder, attempt, scrub)
     seen = AttemptSeen(

@@ -225,7 +225,6 @@ def _summary(series: SeriesKey, items: Sequence[ItemFigures], kind: str) -> Seri
 
 
 def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:
-    """Each series' trend, where its change is beyond noise."""
     tested = [
         (s, h) for s in found if s.kind == "trial" and (h := s.halves) and h[0][1] and h[1][1]
     ]

@@ -299,9 +299,8 @@ def item_to_dict(item: ItemRecord) -> dict[str, Any]:
     data["tool_calls"] = list(item.tool_calls)
     for name in ("tokens", "cost_usd"):
         data[name] = dict(data[name])
-    # Pairs, not a mapping: a results file is scrubbed as text, and a part named for a
-    # module or a distribution (``code dist:detect-secrets``) followed by ``: "sha256:…"``
-    # reads as a secret's assignment. A part's value is a hash by construction.
+    # Pairs, not a mapping: a results file is scrubbed as text, and ``"code dist:x": "sha256:…"``
+    # would read as a secret's assignment (a part's value is a hash by construction).
     data["digest_parts"] = [[name, value] for name, value in sorted(item.digest_parts.items())]
     return data
 

@@ -111,7 +111,6 @@ class SqlStore:
 
     @contextmanager
     def _transaction(self, locked: bool = False) -> Iterator[Any]:
-        """One write transaction: committed when the block ends, rolled back if it raises."""
         with self._errors("written"):
             cursor = self.connection.cursor()
             try:

@@ -241,7 +241,6 @@ def resolved_files(
 
 
 def _leaves(value: Any) -> Iterator[Any]:
-    """Every value inside nested mappings, lists and tuples."""
     if isinstance(value, Mapping):
         for item in value.values():
             yield from _leaves(item)
