@@ -2,10 +2,9 @@
 spec it was recorded for, as the recording's own did.
 
 A recording scrubs the values of its spec's `env:` and `pass_env:` and of the project's
-`.env*` files (`replay.scrub.spec_secrets`); a cassette that holds one anyway (recorded
-before, or edited since) must fail the check. Those values are in no cassette, so the check
-loads the spec its metadata names (``spec: <file>::<name>``), from the cassette's folder or
-one above it (the default layout puts the spec three folders up).
+`.env*` files; a cassette that holds one anyway must fail the check. Those values are in no
+cassette, so the check loads the spec its metadata names, from the cassette's folder or one
+above it.
 """
 
 from __future__ import annotations

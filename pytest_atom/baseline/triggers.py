@@ -1,7 +1,6 @@
-"""What a trigger suite (`triggers:`) measures: per component (each trigger spec, each arm of
-it), precision and recall with Wilson intervals over every trial, the prompts that misfired,
-an arm's change from the reference paired by prompt, and the gate on `min_precision` and
-`min_recall` (docs/how-to/triggers.md).
+"""What a trigger suite (`triggers:`) measures: per component (each trigger spec, each arm),
+precision and recall with Wilson intervals over every trial, the prompts that misfired, and
+the gate on `min_precision` and `min_recall` (docs/how-to/triggers.md).
 
 Each prompt's run carries what it saw as properties (`trigger_properties`), so the figures
 are read from the session's rows and every report counts the same trials. A trial is a run

@@ -1,12 +1,10 @@
 """The reflector on every labelled sample, recorded and replayed as a run's sessions are.
 
-One calibration of a spec is one "run" of its judge: one model source behind one gateway
-(the one `atom run` opens), every sample judged in a folder of its own, then the cassette
-written or left as it was; so the record mode, ``--upstream`` and ``ANTHROPIC_BASE_URL``
-mean what they mean to `atom run`. The cassette is ``calibration/<spec>/cassette.yaml``,
-apart from the spec's own; without one, the calibration folder's ``script.yaml`` answers,
-else the spec's `script:` (its `reflector:` turns, in the order judged: variants in
-order, samples by file name).
+One calibration of a spec is one "run" of its judge: one model source behind the gateway
+`atom run` opens, so the record mode and ``--upstream`` mean what they mean there. The
+cassette is ``calibration/<spec>/cassette.yaml``; without one, the calibration folder's
+``script.yaml`` answers, else the spec's `reflector:` turns (variants in order, samples by
+file name).
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Labelled samples: one attempt as the reflector sees it, and a human's verdict per criterion.
 
 A sample is a small YAML file in ``calibration/<spec>/samples/`` beside the spec file,
-committed and reviewed like the spec: the workspace's change (a diff, and the changed
-files' text the reflector may read), the agent's final message and transcript, the check
-results, and the labels (``criterion: 2, verdict: fail, note: …``). `atom label` writes
-them from runs; a person may write one by hand: the format is `sample_schema.json`
-(docs/reference/calibration-samples.md). Every string is scrubbed before it is written
-(`replay.scrub.Scrubber`), as every file pytest-atom writes.
+committed and reviewed like the spec: the attempt as the reflector saw it, and the labels.
+`atom label` writes them from runs; a person may write one by hand: the format is
+`sample_schema.json` (docs/reference/calibration-samples.md). Every string is scrubbed
+before it is written.
 """
 
 from __future__ import annotations

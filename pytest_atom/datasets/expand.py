@@ -2,9 +2,8 @@
 validates and builds as it builds any spec (its arms expanded after).
 
 A case's `marks` are added to the spec's, its `xfail` replaces the spec's, and its
-`repeats`/`pass_at_least` become the rendered spec's top-level keys of those names (read by
-whoever reads a spec's repeats). A `cassette:` the spec names becomes a folder of the
-cases' cassettes, ``<its path without suffix>/<case id>.yaml``.
+`repeats`/`pass_at_least` become the rendered spec's top-level keys. A `cassette:` the spec
+names becomes a folder of the cases' cassettes, ``<its path without suffix>/<case id>.yaml``.
 """
 
 from __future__ import annotations

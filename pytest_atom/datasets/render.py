@@ -1,11 +1,9 @@
 """The spec's templates: its text fields that hold ``{{ name }}``, compiled once per spec by
 Jinja2 (a sandboxed environment, strict undefined) and rendered once per case.
 
-Only the fields in `TEMPLATED` are read, at any depth (a check's fields, a step's, an
-arm's overlay of them); a string without ``{{``, ``{%`` or ``{#`` is left as it is, so a
-spec without templates costs nothing to render. What each template uses is found before
-any case renders, so a case missing a variable, or holding one no template uses, is
-refused with the case's own row or line.
+Only the fields in `TEMPLATED` are read, at any depth; a string without ``{{``, ``{%`` or
+``{#`` is left as it is. What each template uses is found before any case renders, so a case
+missing a variable, or holding one no template uses, is refused with its own row or line.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The grader kinds of `claude plugin eval` that the spec format has no check for.
 
-`pytest_atom.evalsuite.suites` maps a case's graders onto checks: ``tool_used`` and plain
-``tool_order`` onto the trajectory checks; a regex (over the last message, the trace, the
-files the agent wrote or one file), a ``file_exists`` glob and a ``tool_order`` whose ends
-match a call's input onto the kinds below, which it registers for its specs. Each reads
-like the CLI's own grader (Claude Code 2.1.331) and names the grader in its summary.
+A regex, a ``file_exists`` glob and a ``tool_order`` whose ends match a call's input map onto
+the kinds below (the rest onto trajectory checks). Each reads like the CLI's own grader
+(Claude Code 2.1.331) and names the grader in its summary.
 """
 
 from __future__ import annotations

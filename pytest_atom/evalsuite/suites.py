@@ -13,10 +13,9 @@ The contract is Claude Code's own (2.1.331, case schema 1.x; `claude plugin eval
 - ``runs`` runs per case (default 3), with a with-plugin and a without-plugin arm whenever the
   eval dir belongs to a plugin (a folder with ``.claude-plugin/plugin.json``).
 
-This module reads a case as the CLI merges it; `evalsuite_schema` checks it against the
-CLI's schema and `evalsuite_specs` maps it onto specs. What pytest-atom keeps for a case lives
-beside the cases, never in them: ``<eval dir>/.atom/<case folder>/`` holds ``script.yaml`` (or
-``script@<arm>.yaml``) and the cassettes ``cassette@<arm>.yaml``.
+What pytest-atom keeps for a case lives beside the cases, never in them: ``<eval
+dir>/.atom/<case folder>/`` holds ``script.yaml`` (or ``script@<arm>.yaml``) and the
+cassettes ``cassette@<arm>.yaml``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """How runs enter the store: a session's results as records, and results files imported.
 
-`item_record` maps a typed `SpecResult` to an `ItemRecord` (the only place that does);
-`item_of_properties` makes one from a report's figures where no typed result is at hand.
-`run_record` says when and on what the session ran. `write_run` is the one write of a
-session: a store that cannot be written gives back a warning line naming the store and the
-fix, never an exception, so a run's own results and exit status stand.
+`item_record` maps a typed `SpecResult` to an `ItemRecord` (the only place that does).
+`write_run` is the one write of a session: a store that cannot be written gives back a
+warning line naming the store and the fix, never an exception, so a run's own results and
+exit status stand.
 
 `import_files` (`atom history import`) records ``--atom-report DIR`` runs' ``results.json``
 files from elsewhere (CI shards, artifacts). By default the files are one run, the shards
