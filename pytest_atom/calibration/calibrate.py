@@ -1,9 +1,8 @@
 """From verdicts to figures: each criterion's calibration, staleness, and the arms compared.
 
-`calibrate_spec` is `atom calibrate` for one spec: its samples judged (`judging`), each
-criterion's agreement with the humans measured (`agreement`), and the result stored in
-calibration.json (`record`) with the judge's identity. `compare_arms` pairs every arm with
-the spec's own judge on the same samples. Results stay typed; `report` renders them.
+`calibrate_spec` is `atom calibrate` for one spec: its samples judged, each criterion's
+agreement with the humans measured, and the result stored in calibration.json with the
+judge's identity. Results stay typed; `report` renders them.
 """
 
 from __future__ import annotations

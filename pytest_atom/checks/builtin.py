@@ -5,10 +5,8 @@ besides pass/fail it carries a one-line summary and the raw evidence (file excer
 output, schema errors). A check that cannot be evaluated fails with the reason as evidence
 instead of raising, so one broken check never hides the results of the others.
 
-The installed kinds (`pytest_atom.checks.kinds.KINDS`: pytest-atom's own and those other
-distributions declare in the ``pytest_atom.check_kinds`` entry-point group) are registered
-by `register_checks`, the package's own ``pytest_atom_register_checks``: the same call a
-plugin makes, with the same registry.
+The installed kinds (`pytest_atom.checks.kinds.KINDS`) are registered by `register_checks`,
+the package's own ``pytest_atom_register_checks``: the same call a plugin makes.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 ``spec_schema.json`` ships complete (editors and the docs read it), and its check kinds
 (``$defs.check.properties``) are written from the kinds, never by hand:
-``python -m pytest_atom.checks.schema`` rewrites that part and leaves the rest of the file as
-it is written; a test (tests/checks/test_kinds.py) fails while the file and the kinds differ.
+``python -m pytest_atom.checks.schema`` rewrites that part alone; a test fails while the file
+and the kinds differ.
 """
 
 from __future__ import annotations

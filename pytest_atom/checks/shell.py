@@ -1,10 +1,8 @@
 """Running a command the way checks do: confined, bounded, leaving no process behind.
 
-A check that executes something (`command`, and a plugin's check that calls `run_shell`)
-runs what the agent wrote: a ``conftest.py`` that ``python -m pytest`` imports, a
-``package.json`` script. So it runs in the agent's confinement, through the sandbox runtime
-the harness hands `run_checks` (agents.claude_code.srt), which `confined` makes the default
-of `run_shell` while the checks run.
+A check that executes something runs what the agent wrote (a ``conftest.py`` that pytest
+imports, a ``package.json`` script), so it runs in the agent's confinement: the sandbox the
+harness hands `run_checks`, which `confined` makes `run_shell`'s default while checks run.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The store over SQL: what SQLite and PostgreSQL share, spoken through a DB-API connection.
 
-A backend (`history.sqlite`, `history.postgres`) gives `SqlStore` a connection in autocommit
-mode, its placeholder, how a write transaction begins, and its driver's exceptions. Every
-write is one explicit transaction (``BEGIN`` … ``COMMIT``), so a run and its items land
-together or not at all, and concurrent writers (xdist controllers, two sessions, imports)
-each land whole.
+A backend gives `SqlStore` a connection in autocommit mode, its placeholder, how a write
+transaction begins, and its driver's exceptions. Every write is one explicit transaction, so
+a run and its items land together or not at all, and concurrent writers each land whole.
 """
 
 from __future__ import annotations
