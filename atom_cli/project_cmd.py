@@ -54,8 +54,7 @@ _IGNORES_HISTORY = {
 #: What a failed recording keeps beside the cassette it did not replace: never committed.
 PARTIALS_IGNORE = "*.partial.yaml"
 _IGNORES_PARTIALS = {PARTIALS_IGNORE, "**/" + PARTIALS_IGNORE, "/**/" + PARTIALS_IGNORE}
-#: The last session's results (`atom baseline save` reads them, the baseline is committed)
-#: are `.atom/runs/last-run.json`, in the runs folder: `RUNS_IGNORE` keeps them out too.
+#: The last session's results are `.atom/runs/last-run.json`: `RUNS_IGNORE` keeps them out too.
 
 
 @click.command()

@@ -216,9 +216,8 @@ def run_folders(home: Path) -> dict[str, str]:
 #: a socket's path holds at most 107 bytes on Linux (103 on macOS).
 _SOCKET_NAME = len("/claude-socks-0123456789abcdef.sock")
 _SOCKET_PATH_MAX = 103
-#: The short temp folders made for this process's runs, with the run temp folder each
-#: stands for: `release_tmpdirs` removes a run's when it ends, and the rest (an environment
-#: built outside a run: a test, `atom doctor`) go when the process exits.
+#: The short temp folders made for this process's runs, with the run temp folder each stands
+#: for: `release_tmpdirs` removes a run's when it ends, the rest go when the process exits.
 _SHORT: dict[Path, Path] = {}
 
 

@@ -13,8 +13,7 @@ from typing import Any
 
 from pytest_atom.errors import SpecError
 
-#: The keys of a case that are not template variables: its id, its pytest marks and
-#: expected failure, and its repeats (written into the rendered spec as top-level keys).
+#: The keys of a case that are not template variables.
 RESERVED = ("id", "marks", "xfail", "repeats", "pass_at_least")
 #: What a variable's name must be: a name Jinja2 can read as ``{{ name }}``.
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -90,10 +90,9 @@ def columns(record: type) -> tuple[tuple[str, Column], ...]:
     return tuple(found)
 
 
-#: What an item is: a ``trial`` (the agent ran and was judged: an executed attempt), a
-#: ``cached`` outcome (the outcome cache reported a stored pass, nothing ran) or a
-#: ``rescore`` (a stored attempt judged again: a judgement, not a trial). Only trials
-#: enter a series' pass rate, interval, means and trend (`history.query`).
+#: What an item is: a ``trial`` (the agent ran and was judged), a ``cached`` outcome (a stored
+#: pass reported, nothing ran) or a ``rescore`` (a stored attempt judged again). Only trials
+#: enter a series' pass rate, interval, means and trend.
 ITEM_KINDS: tuple[str, ...] = ("trial", "cached", "rescore")
 
 #: (spec base name, case, arm, repeat): one item of a run.

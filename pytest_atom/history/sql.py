@@ -32,8 +32,7 @@ _RUN_COLUMNS = ", ".join(c.name for _, c in _RUN)
 _ITEM_READ = ", ".join(c.name for _, c in _ITEM)
 #: An item's row as written: its fields' columns, then those that are no field (`ITEM_ROW`).
 _ITEM_COLUMNS = ", ".join([_ITEM_READ, *(c.name for _, c in ITEM_ROW)])
-#: What `figures` reads: each field of `ItemFigures` by the column that holds it (the
-#: totals are columns of their own).
+#: What `figures` reads: each field of `ItemFigures` by the column that holds it.
 _TOTALS = {
     "total_tokens": Column("tokens_total", "", codec=Codec(int, int)),
     "total_cost": Column("cost_total", "", codec=Codec(float, float)),

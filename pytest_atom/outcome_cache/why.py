@@ -33,8 +33,7 @@ __all__ = ["ItemWhy", "specs_named", "why_items", "why_now"]
 #: An item's digest now: (spec, repeat, the code places to hash: a stored item's, None:
 #: this process's) -> its digest, None when an input cannot be read.
 DigestOf = Callable[["Spec", "int | None", "Sequence[str] | None"], "InputDigest | None"]
-#: Why an item is never served from the cache, or "" (`cache.uncacheable` with the
-#: session's settings).
+#: Why an item is never served from the cache, or "" (`cache.uncacheable`).
 Blocked = Callable[["Spec"], str]
 
 

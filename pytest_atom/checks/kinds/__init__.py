@@ -28,8 +28,7 @@ _OWN = _in_schema_order(builtin_names(GROUP))
 #: pytest-atom's own kinds, in the order ``spec_schema.json`` lists them.
 BUILTIN_KINDS: tuple[CheckKind, ...] = tuple(_FOUND[name] for name in _OWN)
 
-#: Every check kind installed, by name: pytest-atom's own, then those other distributions
-#: declare in the group (`extensions.declared`).
+#: Every check kind installed, by name: pytest-atom's own, then other distributions'.
 KINDS: dict[str, CheckKind] = {
     **{kind.name: kind for kind in BUILTIN_KINDS},
     **{name: kind for name, kind in _FOUND.items() if name not in _OWN},
