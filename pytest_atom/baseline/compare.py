@@ -327,8 +327,7 @@ def compare_run(
     rows: Iterable[SummaryRow],
     tolerance: Mapping[str, float | None] | None = None,
 ) -> list[Comparison]:
-    """Every spec of a run against the baseline. A spec's own tolerances win over
-    `tolerance` (the ini's), which wins over the defaults."""
+    """Every spec of a run against the baseline; a spec's own tolerances win over `tolerance`."""
     return gate_run(baseline, rows, tolerance)[0]
 
 
@@ -453,8 +452,7 @@ class BaselineGate:
     def item_properties(
         self, nodeid: str, props: Mapping[str, Any], *, own: Mapping[str, float | None]
     ) -> list[tuple[str, Any]]:
-        """One run's comparison as properties (`props`: its `result_properties`, which
-        carry its outcome), plus the spec's own tolerances if any."""
+        """One run's comparison as properties, plus the spec's own tolerances if any."""
         key = spec_key(nodeid)
         extra = {"atom_baseline_tolerance": format_tolerance(own)} if own else {}
         row = SummaryRow.of(nodeid, {**props, **extra})

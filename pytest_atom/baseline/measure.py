@@ -486,8 +486,7 @@ def repeat_figures(
 
 
 def _repeated(rows: Sequence[Row], gates: RepeatGates) -> list[tuple[Runs, Tally]]:
-    """The specs whose repeats a report shows: those that ran more than once, or that a
-    count of passes holds (`repeats: 1` with `pass_at_least: 1` is still said)."""
+    """The specs whose repeats a report shows: those that ran more than once, or a count holds."""
     counted = {tally.spec: tally for tally in tallies(rows)}
     return [
         (r, counted[r.key])

@@ -72,8 +72,7 @@ class Interval:
     confidence: float = CONFIDENCE
 
     def show(self, digits: int = 2, *, signed: bool = False) -> str:
-        """``0.80 [0.49, 0.94]``: the estimate, then the interval; `signed` (a change):
-        ``+0.10 [-0.05, +0.25]``."""
+        """``0.80 [0.49, 0.94]``; `signed` (a change): ``+0.10 [-0.05, +0.25]``."""
         f = f"{'+' if signed else ''}.{digits}f"
         return f"{self.estimate:{f}} [{self.low:{f}}, {self.high:{f}}]"
 
@@ -406,8 +405,7 @@ def suite_repeats_needed(
 
 
 def cmh_power(runs: int, specs: int, p: float, q: float, alpha: float) -> float:
-    """The approximate chance that the one-sided CMH test at `alpha` sees every one of
-    `specs` specs drop from `p` to `q`, with `runs` repeats a side each."""
+    """The approximate power of the one-sided CMH test: every spec drops from `p` to `q`."""
     if runs < 1:
         return 0.0
     total = 2 * runs

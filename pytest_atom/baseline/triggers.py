@@ -323,8 +323,7 @@ def trigger_lines(rows: Iterable[SummaryRow]) -> list[str]:
 
 
 def junit_properties(rows: Iterable[SummaryRow]) -> list[tuple[str, str]]:
-    """The trigger lines as JUnit test-suite properties: ``atom_triggers <component>`` and
-    ``atom_triggers_misfired <component>`` (the prompts, `` | ``-separated)."""
+    """The trigger lines as JUnit test-suite properties (``atom_triggers <component>``, ...)."""
     props = []
     for c in components(rows):
         text = c.figures_text()

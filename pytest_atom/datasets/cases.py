@@ -82,8 +82,7 @@ def make_case(row: Mapping[str, Any], origin: Origin, index: int, *, text: bool)
 
 
 def derived_id(variables: Mapping[str, Any], index: int) -> str:
-    """The id pytest's parametrize would give these values, made fit for a node id and a
-    cassette's file name (each run of other characters becomes one ``_``)."""
+    """The id pytest's parametrize would give these values, fit for a node id and a file name."""
     parts = []
     for name, value in variables.items():
         if isinstance(value, str) and value:

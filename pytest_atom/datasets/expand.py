@@ -125,8 +125,7 @@ def _with_case_keys(mapping: dict[str, Any], case: Case) -> dict[str, Any]:
 
 
 def case_view(doc: Document, loc: Loc, mapping: dict[str, Any]) -> Document:
-    """`doc` with the spec at `loc` replaced by its rendering for one case: validation and
-    building then read the rendered values, and errors still name the spec's lines."""
+    """`doc` with the spec at `loc` replaced by its rendering for one case, errors at its lines."""
     view = copy.copy(doc)
     if loc:
         data = dict(doc.data)

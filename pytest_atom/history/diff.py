@@ -84,8 +84,7 @@ class CheckChange:
 
 @dataclass(frozen=True)
 class ToolDivergence:
-    """The first call where two tool-call sequences part (0-based `index`); `before` or
-    `after` is None where that sequence had already ended."""
+    """Where two tool-call sequences part (0-based `index`); None: that side had ended."""
 
     index: int
     before: str | None

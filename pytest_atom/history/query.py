@@ -274,8 +274,7 @@ class SpecRun:
 
     @property
     def kind(self) -> str:
-        """Its items' kind (`ItemRecord.kind`), or each kind's count when they differ
-        (``2 cached, 1 trial``: some repeats reported from the cache)."""
+        """Its items' kind, or each kind's count when they differ (``2 cached, 1 trial``)."""
         kinds = [i.kind for i in self.items]
         if len(set(kinds)) == 1:
             return kinds[0]
@@ -283,8 +282,7 @@ class SpecRun:
 
     @property
     def turns_to_success(self) -> str:
-        """A conversation's user messages in each repeat that passed (``3,4``); ``-``:
-        none passed with the user done (`ItemRecord.user_turns`)."""
+        """A conversation's user messages in each repeat that passed (``3,4``); ``-``: none did."""
         took = sorted(i.user_turns for i in self.items if i.passed and i.user_turns is not None)
         return ",".join(map(str, took)) or "-"
 
@@ -465,8 +463,7 @@ def _lines(wanted: Collection[SeriesKey]) -> str:
 
 
 def compare_with_like(store: Store, run: RunRecord, items: Sequence[ItemRecord]) -> RunDiff | None:
-    """`run` (with its `items`, stored or not yet) compared with its `like_run`, over the
-    lines `run` covered; None when no earlier run shares a line."""
+    """`run` (stored or not yet) against its `like_run`, over the lines `run` covered."""
     from pytest_atom.history.diff import diff_runs
 
     selection = {i.series for i in items}

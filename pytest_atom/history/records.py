@@ -114,8 +114,7 @@ def series_dict(series: SeriesKey) -> dict[str, str | None]:
 
 
 def new_run_id(started: datetime | None = None) -> str:
-    """A run's id: its start time, sortable as text, and a random tail unique across
-    machines: ``20261129T055513-3f9a1c2b``."""
+    """A run's id: its start time, sortable as text, and a random tail unique across machines."""
     when = (started or datetime.now(UTC)).astimezone(UTC)
     return f"{when:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
 

@@ -75,8 +75,7 @@ class SqliteStore(SqlStore):
 
     @classmethod
     def open(cls, url: str, root: Path) -> SqliteStore:
-        """The ``sqlite`` backend (`history.store.StoreBackend`): `url` is the file's path,
-        which must not lie where a run's workspace is copied from (`check_path`)."""
+        """The ``sqlite`` backend: `url` is the file's path, refused where `check_path` says."""
         check_path(Path(url), root)
         return cls.connect(Path(url))
 

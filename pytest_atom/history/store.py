@@ -68,8 +68,7 @@ class Store(Protocol):
     def item_history(
         self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
     ) -> list[ItemRecord]:
-        """The items of (spec, case, arm) in the last `limit` runs that ran it (None: all),
-        newest run first, each run's repeats in order."""
+        """A line's items in its last `limit` runs (None: all): newest first, repeats in order."""
         ...
 
     def figures(

@@ -159,8 +159,7 @@ def item_record(
 
 
 def item_of_spec(spec: Spec, repeat: int | None, outcome: str, why: str = "") -> ItemRecord:
-    """An item with no result: the harness could not run it (``error``) or it was not
-    started (``skipped``, at the spending limit)."""
+    """An item with no result: not run (``error``) or not started (``skipped``, at the limit)."""
     name, case, arm = identity(spec)
     return ItemRecord(
         run_id="",
@@ -197,8 +196,7 @@ def item_of_properties(
     case: str | None = None,
     arm: str | None = None,
 ) -> ItemRecord:
-    """An item from a report's figures (`reports.properties`): its outcome, tokens and
-    cost by role, wall time. Its checks, criteria and tool calls are not among them."""
+    """An item from a report's figures (`reports.properties`), without checks or tool calls."""
     path, name, repeat = _split_nodeid(nodeid)
     arm = arm if arm is not None else (str(props["atom_arm"]) if props.get("atom_arm") else None)
     tokens: dict[str, int] = {}

@@ -206,8 +206,7 @@ def cached_result(
     found: InputDigest,
     seconds: float,
 ) -> SpecResult:
-    """The result that reports `stored` for `spec`: no attempt, the stored item's outcome,
-    score, checks, criteria and tool calls, its run folder if it is still there."""
+    """The result that reports `stored` for `spec`: no attempt, the stored item's figures."""
     from pytest_atom.reports.text import TEXT  # the format a result renders its report with
 
     folder = Path(stored.run_folder) if stored.run_folder else None

@@ -100,8 +100,7 @@ class Reads:
         }
 
     def file_or_folder(self, path: Path) -> str:
-        """A file by its bytes (`digest.content`: read again only when its stat changed),
-        a folder by its files, walked once per session."""
+        """A file by its bytes (`digest.content`), a folder by its files: walked once a session."""
         if not path.is_dir():
             return digest.content(path)
         if path not in self._folders:
@@ -148,8 +147,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def record_hash(name: str) -> str:
-    """An installed distribution by its ``RECORD`` (each file's path and hash, as the
-    installer wrote them); ``absent`` when it is not installed."""
+    """An installed distribution by its ``RECORD``; ``absent`` when it is not installed."""
     from importlib import metadata
 
     try:
@@ -252,8 +250,7 @@ def _leaves(value: Any) -> Iterator[Any]:
 
 
 def _named_by_commands(spec: Spec) -> Iterator[Path]:
-    """Files an MCP server's or a hook's command names by absolute path (a relative one is
-    in the workspace, which its own part covers)."""
+    """Files an MCP server's or a hook's command names by absolute path."""
     options = spec.claude
     values: list[Any] = [options.mcp_servers or {}, options.hooks or {}]
     values.append((options.settings or {}).get("hooks") or {})

@@ -54,8 +54,7 @@ class ItemWhy:
 
     @property
     def cached_now(self) -> bool:
-        """Whether ``--atom-cache`` would report the stored outcome instead of running (a
-        repeat only with all of its series: `cache.OutcomeCache._series`)."""
+        """Whether ``--atom-cache`` would report the stored outcome (a repeat: with its series)."""
         return (
             self.stored is not None
             and not self.changed
@@ -127,8 +126,7 @@ def why_items(
     repeats: int = 1,
     blocked: Blocked = lambda spec: "",
 ) -> list[ItemWhy]:
-    """Each item of `specs` against its last stored run (the repeats it stored, else
-    `repeats`); `blocked` says why the cache never serves a spec."""
+    """Each item of `specs` against its last stored run; `blocked`: why the cache never serves."""
     out: list[ItemWhy] = []
     for spec in specs:
         name, case, arm = identity(spec)
