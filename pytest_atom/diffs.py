@@ -122,8 +122,7 @@ def _clipped(text: Scrubbed, limit: int) -> Scrubbed:
 
 
 def agent_files(root: Path | None, installed: Sequence[str] = ()) -> dict[str, Path]:
-    """What `root` holds by relative path, without the harness's own and `installed`: regular
-    files, symlinks (never followed) and special files (never opened)."""
+    """What `root` holds, without the harness's own and `installed`: no link followed or opened."""
     if root is None or not root.is_dir():
         return {}
     found = {

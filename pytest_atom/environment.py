@@ -260,8 +260,7 @@ def build_env(
     caller: Mapping[str, str] | None = None,
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The passed caller variables, the fixed ones, the run's folders under `home`, then
-    `extra` (the spec's `env:`, the harness's settings), each overriding the one before."""
+    """The passed caller variables, the fixed ones, the run's folders, then `extra`: later wins."""
     env = passed(pass_env, caller)
     for name, value in FIXED.items():
         env.setdefault(name, value)  # the caller's only where `pass_env:` names it

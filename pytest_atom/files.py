@@ -143,8 +143,7 @@ def shown_content(path: Path) -> str | bytes | None:
 
 
 def shown_text(root: Path, rel: str) -> str | None:
-    """`shown_content` of `rel` under `root` as text (bytes decoded with replacement marks);
-    None when missing. A path in a folder linked outside `root` is not read either."""
+    """`shown_content` of `rel` under `root` as text; None when missing or linked outside `root`."""
     if contained(root, Path(rel).parent) is None:
         return f"<{rel} lies in a folder linked outside {root.name or root}, not read>"
     content = shown_content(root / rel)

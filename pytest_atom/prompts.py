@@ -38,8 +38,7 @@ def first_message(system: str, task: str) -> str:
 
 
 def split_first_message(text: str) -> tuple[str, str] | None:
-    """(system prompt, task) of a message `first_message` built; None for any other text.
-    The first separator is the harness's: a task may hold the heading too."""
+    """(system prompt, task) of a message `first_message` built (the first separator); else None."""
     system, found, task = text.partition(_TASK_SEPARATOR)
     return (system, task) if found else None
 

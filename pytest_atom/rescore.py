@@ -157,8 +157,7 @@ class StoredAttempt:
 
 
 def stored_attempt(run_folder: Path, spec: Spec) -> StoredAttempt:
-    """The last attempt of `run_folder` and the executor's last message; HarnessError
-    naming the folder when it holds none (removed by ``keep_runs``, or a multi-step run)."""
+    """The last attempt of `run_folder` and the executor's last message; HarnessError if none."""
     if not run_folder.is_dir():
         raise HarnessError(
             f"run folder {run_folder} is gone (old run folders are pruned: --atom-keep-runs 0 "

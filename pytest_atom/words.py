@@ -29,8 +29,7 @@ def last_words(text: str, limit: int) -> str:
 
 
 def shorten(text: Scrubbed, limit: int) -> Scrubbed:
-    """`text` when it holds at most `limit` characters; else its first `limit` - 1 and
-    ``…``: for a one-line view (a tool call, a check's detail) whose rest is elsewhere."""
+    """`text`, else its first `limit` - 1 characters and ``…``, for a one-line view."""
     return text if len(text) <= limit else Scrubbed(text[: limit - 1] + "…")
 
 

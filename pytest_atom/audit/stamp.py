@@ -54,8 +54,7 @@ def stamp_cassette(spec: Spec, harness: Harness) -> Stamped:
 
 
 def misfit(spec: Spec, data: Cassette, path: Path, harness: Harness) -> str | None:
-    """Why the cassette at `path` does not fit `spec` as it is now; None when it does: it
-    is not stale, it holds what the script answers now, and a whole replay serves it."""
+    """Why the cassette at `path` does not fit `spec` as it is now; None when it does."""
     why = "; ".join(staleness(spec, data)) or script_misfit(spec, data)
     if why is not None:
         return why

@@ -112,8 +112,7 @@ def _expand(paths: Sequence[Path]) -> Iterator[tuple[Path, bool]]:
 
 
 def _taped(path: Path) -> bool:
-    """Whether a `*.yaml` found in a folder is a cassette: a spec's (under ``cassettes/``)
-    or a calibration's (``calibration/<spec>/cassette.yaml``, its judge's sessions)."""
+    """Whether a `*.yaml` found in a folder is a cassette: a spec's or a calibration's."""
     if "cassettes" in path.absolute().parent.parts:
         return True
     return path.name == CALIBRATION_CASSETTE and path.parent.parent.name == CALIBRATION_FOLDER

@@ -84,8 +84,7 @@ class SpecCalibration:
 def measure(
     spec: Spec, judged: Sequence[Judged], identity: Mapping[str, JudgeIdentity]
 ) -> dict[str, CriterionCalibration]:
-    """Each labelled criterion's calibration from one judge's verdicts, keyed by its words
-    as the spec writes them (a templated criterion pools every case's samples)."""
+    """Each labelled criterion's calibration from one judge's verdicts, by the spec's words."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     found: dict[str, CriterionCalibration] = {}
     for number, text in enumerate(spec.criteria_keys, 1):
@@ -129,8 +128,7 @@ def _said(item: Judged, number: int) -> CriterionVerdict | None:
 
 
 def no_verdict(spec: Spec, judged: Sequence[Judged]) -> dict[str, list[str]]:
-    """The labelled samples the judge gave no verdict on, even when asked again, by
-    criterion: a judge error, counted neither as its pass nor as its fail."""
+    """The labelled samples the judge gave no verdict on, even asked again: counted neither way."""
     found: dict[str, list[str]] = {}
     for number, text in enumerate(spec.criteria_keys, 1):
         names = [

@@ -51,8 +51,7 @@ SCRIPT = "script.yaml"
 
 @dataclass(frozen=True)
 class Judged:
-    """One sample's verdict from one judge variant, and the criteria's words it was judged
-    on (its case's, rendered: what the human's labels are matched to)."""
+    """One sample's verdict from one variant, and the case's rendered criteria it was judged on."""
 
     sample: Sample
     verdict: Verdict

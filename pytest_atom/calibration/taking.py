@@ -49,8 +49,7 @@ TURN_LIMIT = 2_000
 
 @dataclass(frozen=True)
 class RunFound:
-    """Where a sample is taken from: the run folder and, when the history store holds the
-    run, its id and its recorded check results (the command looks them up)."""
+    """A run folder, and when the store holds the run, its id and recorded check results."""
 
     folder: Path
     run_id: str | None = None

@@ -43,8 +43,7 @@ def _regex_result(check: Check, text: str, where: str) -> CheckResult:
 
 
 def _trace(run: Trajectory) -> str:
-    """The run as the CLI's trace reads to a regex: one JSON line per tool call (name, input,
-    output), then the last message."""
+    """The run as the CLI's trace: one JSON line per tool call, then the last message."""
     rows = [
         json.dumps({"tool": c.name, "input": c.input, "output": c.result}, ensure_ascii=False)
         for c in run.calls

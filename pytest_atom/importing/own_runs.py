@@ -91,8 +91,7 @@ def _carries_task(path: Path) -> bool:
 
 
 def refusal(run: OwnRun, cwd: str, out: Path) -> SessionError:
-    """Why the session's folder cannot be the spec's workspace, and what to give instead:
-    the workspace of the spec the run came from, found by name in the project of `out`."""
+    """Why the session's folder cannot be the spec's workspace, and the spec's workspace instead."""
     where = (
         f"the session ran in {cwd}, a folder of the pytest-atom run {run.folder}: retention "
         "deletes run folders (keep_runs, keep_runs_size), and it holds where the session "

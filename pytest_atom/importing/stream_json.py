@@ -173,8 +173,7 @@ def fold_assistant(
 
 
 def read_stream_json(path: Path, lines: list[tuple[int, dict[str, Any]]]) -> Session:
-    """A stream-json log: the events of `pytest_atom.events`, one ``claude -p`` call per
-    ``system/init``. The log does not carry the prompt (`Session.prompt` is None)."""
+    """A stream-json log: one ``claude -p`` call per ``system/init``; it carries no prompt."""
     session = Session(path, "stream-json", None, [])
     turns: dict[str, SessionTurn] = {}
     calls: dict[str, SessionCall] = {}
