@@ -17,9 +17,8 @@ This module is the only place that hashes inputs. There is one walk of a folder
   executable, link, folder), path and bytes, with run paths made placeholders, so a
   ``chmod +x`` or a new empty folder is a change the judge could have seen.
 
-And two for the outcome cache's input digest, which hashes far more per session: `content`
-(a file's bytes, read once while its stat stays the same) and `stat_tree` (a toolchain
-folder by each entry's path, size and mtime).
+And two for the outcome cache's input digest: `content` (a file's bytes) and `stat_tree`
+(a toolchain folder by each entry's stat).
 """
 
 from __future__ import annotations

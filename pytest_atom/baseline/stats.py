@@ -13,13 +13,10 @@ error bars to evals"; Chen et al. 2021 for pass@k):
   (stratified by spec); several tests at once are Holm-adjusted;
 - means (score, turns, tokens) get Student's t interval, differences Welch's;
 - a suite-wide change gets a paired bootstrap over specs with a fixed seed, so the same
-  results give the same interval (`bootstrap`, which a judge's agreement with the humans,
-  `pytest_atom.calibration.agreement`, uses for κ too).
+  results give the same interval (`bootstrap`, which the judge's calibration uses too).
 
-All of it is the standard library, so repeats, thresholds, intervals and gates work in
-any install: the t quantiles invert Student's distribution (its regularized incomplete
-beta function, by continued fraction), Fisher's test is exact integer sums, and its exact
-power sums the binomial chances over each table's rejection region.
+All of it is the standard library, so repeats, thresholds, intervals and gates work in any
+install (no scipy).
 """
 
 from __future__ import annotations
