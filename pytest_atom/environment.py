@@ -310,8 +310,7 @@ def importable(env: Mapping[str, str]) -> dict[str, str]:
 def left_out_variables_line(
     pass_env: Iterable[str] = (), caller: Mapping[str, str] | None = None
 ) -> str | None:
-    """One line naming the caller's variables a run did not get and how to pass one, so a
-    failure that needed one is explained; None when none was left out."""
+    """One line naming the caller's variables a run did not get and how to pass one, or None."""
     return left_out_names_line(left_out(pass_env, caller))
 
 

@@ -201,8 +201,7 @@ def final_message(run_folder: Path, spec: Spec) -> str:
 
 
 def judge_again(spec: Spec, run_folder: Path, item: ItemRecord, harness: Harness) -> SpecResult:
-    """The final attempt of `run_folder` judged by today's `spec` in a new run folder; the
-    stored `item`'s checks of the agent's calls stand (`checks_again`)."""
+    """The final attempt of `run_folder` judged by today's `spec` in a new run folder."""
     attempt = stored_attempt(run_folder, spec)
     scope = RunScope(harness.root, harness.config, harness.registry(), harness.spend)
     claude_bin = find_claude()

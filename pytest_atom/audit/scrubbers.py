@@ -53,8 +53,7 @@ def _spec_file(path: Path, data: Cassette) -> tuple[Path | None, str]:
 
 
 def _knowing(spec: Spec) -> Scrubber:
-    """A Scrubber that also knows `spec`'s secrets (with the project's `pass_env:` of
-    ``.atom/config.yaml``, as its run has them) and its project's env files'."""
+    """A Scrubber that also knows `spec`'s secrets and its project's env files', as its run did."""
     from pytest_atom.settings.config import load_config
 
     try:

@@ -65,8 +65,7 @@ _COUNTERS = {
 
 
 def audit_cassettes(files: Sequence[Path], tally: Tally) -> Iterator[Finding]:
-    """Each finding and note of each cassette under `files`, counted in `tally` as it is
-    yielded. A spec file among `files` that does not load raises its SpecError first."""
+    """Each finding and note under `files`, counted in `tally`; a broken spec file raises first."""
     scrubbers = CheckScrubbers()
     for path, is_candidate in _expand(_with_spec_cassettes(files)):
         if not is_candidate:

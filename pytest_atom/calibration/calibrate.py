@@ -103,8 +103,7 @@ def measure(
 
 
 def _rows(judged: Sequence[Judged], number: int) -> list[tuple[bool, bool, Disagreement | None]]:
-    """(human, judge, the disagreement if any) for each sample that labels criterion
-    `number`; a sample the judge gave no verdict on is left out (`no_verdict`)."""
+    """(human, judge, disagreement) per sample labelling criterion `number`, with a verdict."""
     rows = []
     for item in judged:
         label = item.sample.label_for(number, item.criteria[number - 1])

@@ -65,8 +65,7 @@ def last_attempt(folder: Path) -> Path:
 
 
 def take_sample(spec: Spec, found: RunFound, registry: CheckRegistry | None = None) -> Sample:
-    """The attempt of `found` as the reflector would see it, unlabelled, at its path in
-    the spec's samples folder (an earlier sample of the same run is read back instead)."""
+    """The attempt of `found` as the reflector would see it, unlabelled (or read back if taken)."""
     path = samples_dir(spec) / f"{found.folder.name}.yaml"
     if path.is_file():
         return read_sample(path)

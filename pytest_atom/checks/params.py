@@ -109,8 +109,7 @@ def from_value(cls: type[T], value: Mapping[str, Any]) -> T:
 
 
 def to_params(declared: Any) -> dict[str, Any]:
-    """The parameters a `Check` carries: each field under its spec key, those marked
-    ``omit`` last and left out while at their default."""
+    """Each field under its spec key, those marked ``omit`` last and only when not the default."""
     fields = dataclasses.fields(declared)
     out = {_key(f): getattr(declared, f.name) for f in fields if not f.metadata["omit"]}
     for f in fields:  # after the others, as they were stored before they were declared

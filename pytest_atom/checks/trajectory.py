@@ -178,8 +178,7 @@ def times(n: int) -> str:
 
 
 def count_phrase(low: int, high: int | None) -> str:
-    """How often a check wants a thing done (a tool called, a question asked): ``never``,
-    ``at least once``, ``exactly 3 times``, ``at most 2 times``, ``1 to 3 times``."""
+    """How often a check wants a thing done, in words: ``never``, ``1 to 3 times``, ..."""
     if high == 0:
         return "never"
     if high is None:

@@ -112,8 +112,7 @@ def eval_file_exists(check: Check, workspace: Path, env: Mapping[str, str] | Non
 
 
 def eval_tool_order(check: Check, run: Trajectory) -> CheckResult:
-    """A tool_order grader whose ends match a call's input too: the first matching call of
-    `before` comes before the first of `after`."""
+    """A tool_order grader whose ends match a call's input too: `before`'s first call first."""
     p = check.params
 
     def first(end: Mapping[str, Any]) -> int:

@@ -111,8 +111,7 @@ def decode_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def sniff(path: Path, lines: Iterable[tuple[int, Mapping[str, Any]]]) -> Format:
-    """Which record `lines` are: a transcript's lines carry ``sessionId`` (and user and
-    assistant lines ``parentUuid``), stream-json's carry ``session_id``."""
+    """Which record `lines` are: a transcript's lines carry ``sessionId``, stream-json's not."""
     first = None
     for number, raw in lines:
         first = first or number

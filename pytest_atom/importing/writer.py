@@ -130,8 +130,7 @@ def _spec_name(name: str) -> str:
 
 
 def _prompt(session: Session, prompt: str | None, notes: list[str]) -> str:
-    """The spec's prompt (``--prompt``, else the session's), noting in `notes` what the
-    spec leaves out of the session: its thinking and later user messages."""
+    """The spec's prompt (``--prompt``, else the session's); `notes` say what it leaves out."""
     text = prompt or session.prompt
     if text is None:
         text = "TODO: the prompt that started this session (a stream-json log does not carry it)"
@@ -187,8 +186,7 @@ def default_name(session: Session) -> str:
 
 
 def relative(value: Any, cwd: str | None) -> Any:
-    """`value` with the session's folder `cwd` as relative paths (``./x``, so a command that
-    ran a script by its path still does)."""
+    """`value` with the session's folder `cwd` as ``./``-relative paths, through any nesting."""
     if cwd is None:
         return value
     if isinstance(value, str):

@@ -64,8 +64,7 @@ def normal_result(text: str, folders: Iterable[str | Path] = ()) -> str:
 
 
 def comparable(tool: str, text: str, is_error: bool) -> str:
-    """What of a normal result is compared: a file tool's success only as such, a Read
-    result without its gutter, any other as it is."""
+    """What of a normal result is compared: a file tool's success only as such, a Read's body."""
     if tool in WRITE_TOOLS and not is_error:
         return "(succeeded)"
     if tool == "Read":
