@@ -102,12 +102,9 @@ def workspace_diff(
     *,
     scrub: Callable[[str], Scrubbed],
 ) -> Scrubbed:
-    """What the agent changed, as unified diffs of text files: evidence, not narrative.
-
-    An attempt copied from git is diffed by git against its snapshot commit (the project's
-    ignore rules apply, set-up output is not the agent's); otherwise file by file.
-    `installed` names what the harness put in the folder. The diff is cut at `limit`
-    characters after `scrub` has passed it whole, so the cut splits no secret."""
+    """What the agent changed, as unified diffs of text files: git's against the snapshot commit
+    (the project's ignore rules apply), else file by file, without what the harness `installed`;
+    cut at `limit` characters after `scrub` has passed it whole, so the cut splits no secret."""
     from_git = changes(after, exclude=installed)
     if from_git is not None:
         return _clipped(scrub(from_git.rstrip("\n") or "(no changes)"), limit)

@@ -191,11 +191,9 @@ def left_out(pass_env: Iterable[str] = (), caller: Mapping[str, str] | None = No
 
 
 def run_folders(home: Path) -> dict[str, str]:
-    """HOME, the XDG base folders and TMPDIR of a run, under `home` (created here).
-
-    The XDG folders sit at the XDG defaults under that HOME, so a CLI that honours them or
-    falls back to the defaults names the same paths; TMPDIR is ``<run>/tmp``, so the CLI's
-    ``$TMPDIR/claude-<uid>`` folders stay in the run."""
+    """HOME, the XDG base folders (at the XDG defaults under that HOME, so a CLI that honours them
+    or not names the same paths) and TMPDIR (``<run>/tmp``, so the CLI's ``$TMPDIR/claude-<uid>``
+    folders stay in the run) of a run, under `home` (created here)."""
     folders = {
         "HOME": home,
         "XDG_CONFIG_HOME": home / ".config",
@@ -222,11 +220,9 @@ _SHORT: dict[Path, Path] = {}
 
 
 def tmpdir_for(folder: Path) -> Path:
-    """`folder`, or where a socket path in it would be too long, ``/tmp/atom-<hash of
-    folder>``, which `volatile_paths` also names ``<RUN_DIR>/tmp`` in a recording.
-
-    A folder, not a link: the sandbox's read guard opens the paths it allows resolved, so a
-    link in /tmp would not exist inside the sandbox."""
+    """`folder`, or where a socket path in it would be too long, ``/tmp/atom-<hash of folder>``
+    (which `volatile_paths` names ``<RUN_DIR>/tmp``). A folder, not a link: the sandbox's read
+    guard opens the paths it allows resolved, so a link in /tmp would not exist inside it."""
     if len(os.fsencode(str(folder))) + _SOCKET_NAME <= _SOCKET_PATH_MAX:
         return folder
     digest = digest_module.hex_of(os.fsencode(str(folder)))[:16]
@@ -292,12 +288,10 @@ _IMPORT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def importable(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` with this copy of pytest-atom importable by the Python children pytest-atom
-    starts itself (a project tool, the SDK host).
-
-    A source checkout used without installing is not importable from another folder, and the
-    caller's PYTHONPATH is no part of a run, so the checkout's folder is added to
-    ``PYTHONPATH`` (site-packages never is: it would shadow the standard library)."""
+    """`env` with this copy of pytest-atom importable by the Python children it starts itself: a
+    checkout used without installing is not importable from another folder, and the caller's
+    PYTHONPATH is no part of a run, so its folder is added to ``PYTHONPATH`` (site-packages
+    never is: it would shadow the standard library)."""
     out = dict(env)
     site_dirs = {Path(p).resolve() for p in [*site.getsitepackages(), site.getusersitepackages()]}
     if _IMPORT_ROOT not in site_dirs:

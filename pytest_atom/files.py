@@ -103,11 +103,9 @@ def link_text(target: str) -> str:
 
 
 def read_regular(path: Path) -> bytes | None:
-    """The bytes of `path` when it is a regular file itself; None for a link (never
-    followed), a folder, a device, FIFO or socket (never read), or a missing path.
-
-    Opened with ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` before any read, so
-    a file swapped for a link or a FIFO in between is still never followed nor waited on."""
+    """The bytes of `path` when it is a regular file itself; None for anything else. Opened with
+    ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` before any read, so a file swapped for
+    a link or a FIFO in between is still never followed nor waited on."""
     try:
         fd = os.open(path, _READ_FLAGS)
     except OSError:
@@ -206,13 +204,10 @@ def copy_tree(
     link: bool = False,
     follow_within: Path | None = None,
 ) -> Path:
-    """Copy the folder `source` to the new folder `dest`: symlinks kept as links (never
-    followed), regular files copied (`link`: hard-linked where it can). A device, FIFO or
-    socket anywhere is refused (`SpecialFileError`) before it is opened, and `dest` removed.
-
-    `follow_within` (a project's root) copies a link as what it names when that resolves
-    inside it and refuses one that leads outside (`LinkOutsideError`): a project's skill or
-    plugin may link shared files, but never the caller's home."""
+    """Copy the folder `source` to the new folder `dest`: links kept as links, regular files copied
+    (`link`: hard-linked where it can), a device, FIFO or socket refused (`SpecialFileError`)
+    before it is opened and `dest` removed. `follow_within` (a project's root) copies a link as
+    what it names when that resolves inside it, and refuses one leading out (`LinkOutsideError`)."""
     rules = _CopyRules(dest, ignore, link, follow_within and follow_within.resolve())
     dest.mkdir(parents=True)
     try:

@@ -174,10 +174,8 @@ def entries(rows: Iterable[SummaryRow]) -> dict[str, dict[str, Any]]:
 def build_baseline(
     rows: Iterable[SummaryRow], keep: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The baseline document of a run: stable and diff-friendly (no dates, sorted keys).
-
-    `keep` holds an earlier baseline's entries: those of specs this run did not run stay,
-    so saving after a partial run (``--lf``, ``-k``) updates only the specs that ran."""
+    """The baseline document of a run: stable and diff-friendly (no dates, sorted keys). `keep`:
+    an earlier baseline's entries, whose specs this run did not run stay (``--lf``, ``-k``)."""
     specs = {**(keep or {}), **entries(rows)}
     return {"format": BASELINE_FORMAT, "specs": dict(sorted(specs.items()))}
 

@@ -310,12 +310,9 @@ def bootstrap_mean(
 
 
 def fisher_power(runs: int, p: float, q: float, alpha: float = 0.05) -> float:
-    """The exact chance that `runs` repeats on each side let Fisher's one-sided test
-    (at `alpha`) see a drop from pass rate `p` to `q`.
-
-    Given `total` passes in all, the passes before are hypergeometric and the test rejects
-    where their upper tail is at most `alpha`; the power is the binomial chance of the
-    tables in that region, summed down from the top of each total's table."""
+    """The exact chance that `runs` repeats a side let Fisher's one-sided test (at `alpha`) see a
+    drop from pass rate `p` to `q`: the binomial chance of the tables in its rejection region,
+    summed down from the top of each total's table."""
     factorial = [math.lgamma(n + 1) for n in range(2 * runs + 1)]  # log n!
 
     def choose(n: int, k: int) -> float:

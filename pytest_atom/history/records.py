@@ -121,12 +121,9 @@ def new_run_id(started: datetime | None = None) -> str:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One session: when it ran, on which commit, with which versions and settings.
-
-    `kind` says which front end made it: ``pytest``, ``atom run``, ``import``, ``rescore``
-    (then `rescore_of` is the run it judged again). `settings` holds only what changes an
-    outcome, as JSON values.
-    """
+    """One session: when it ran, on which commit, with which versions and settings (only what
+    changes an outcome, as JSON). `kind`: ``pytest``, ``atom run``, ``import`` or ``rescore``
+    (then `rescore_of` is the run it judged again)."""
 
     id: str = field(metadata=column("TEXT PRIMARY KEY"))
     started: datetime = field(metadata=column("TEXT NOT NULL", codec=TIME))
@@ -175,14 +172,11 @@ CRITERIA = Codec(
 @dataclass(frozen=True)
 class ItemRecord:
     """One item of a run: (spec, case, arm, repeat), its outcome and what it is made of.
-
-    `outcome` is `results.outcome.Outcome.label` lower-cased, as pytest says it. `tokens`
-    and `cost_usd` are by role, the dollars at Claude Code's list price; `spent_usd` is what
-    the item paid an API (0 scripted, replayed or cached; None: not recorded). `tool_calls`
-    is the executor's tool names in call order. `digest` and `digest_parts` are the item's
-    input digest (the outcome cache's key) and its parts; None means unknown, never
-    "unchanged".
-    """
+    `outcome` is `results.outcome.Outcome.label` lower-cased, as pytest says it. `tokens` and
+    `cost_usd` are by role, the dollars at Claude Code's list price; `spent_usd` is what the
+    item paid an API (0 scripted, replayed or cached; None: not recorded). `tool_calls` is the
+    executor's tool names in call order. `digest` and `digest_parts` are the item's input digest
+    (the outcome cache's key) and its parts; None means unknown, never "unchanged"."""
 
     #: Its run's id ("" until the run is stored: the store writes its run's).
     run_id: str = field(

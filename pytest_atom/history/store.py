@@ -30,11 +30,8 @@ STORES = "pytest_atom.stores"
 
 @runtime_checkable
 class Store(Protocol):
-    """A history store: runs and their items, written in one transaction per run.
-
-    Every listing is newest first (by the run's start time, then its id). A run id may be
-    given whole or as a prefix that names one run.
-    """
+    """A history store: runs and their items, written in one transaction per run. Every listing
+    is newest first (by start time, then id); a run id may be given whole or as a unique prefix."""
 
     #: Where the store is, fit to print (a PostgreSQL URL's password left out).
     url: str

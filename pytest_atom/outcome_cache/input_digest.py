@@ -101,14 +101,10 @@ def input_digest(
     reads: Reads | None = None,
     code_at: Sequence[str] | None = None,
 ) -> InputDigest:
-    """`spec`'s input digest as it would run now (`repeat`: which of its repeats), with the
-    project's `config` (`.atom/config.yaml`) and its runs folder (never part of a workspace).
-    `reads` is the session's memo of what is walked once (a fresh one when None);
-    `code_at` names the code places to hash instead of this process's (a stored item's:
-    `atom history why` runs in a process that loaded other code).
-
-    AtomError when an input cannot be read as the run would read it (a `ref:` that is no
-    commit, an unset ``${VAR}``): the caller runs the item, which reports it."""
+    """`spec`'s input digest as it would run now, with the project's `config` and runs folder;
+    `reads`: the session's memo of what is walked once; `code_at`: the code places to hash
+    instead of this process's (a stored item's, for `atom history why`). AtomError when an input
+    cannot be read as the run would read it: the caller runs the item, which reports it."""
 
     spec = spec.with_limits(config)  # the run's own view of the spec
     root = config.root if config is not None else None

@@ -68,11 +68,10 @@ class Reads:
         self._folders: dict[Path, str] = {}
 
     def code(self) -> dict[str, str]:
-        """``code`` parts of the code in this process, taken on first use: pytest-atom's own
-        package by content, the distributions it requires by their ``RECORD`` (loaded or
-        not, so a report format's imports change nothing), and every other module loaded
-        once what running a spec imports is loaded (a session served from the cache runs
-        nothing): conftest files, plugins, check kinds and what they import."""
+        """``code`` parts of the code in this process, taken on first use: pytest-atom's own package
+        by content, its required distributions by their ``RECORD`` (loaded or not, so a report
+        format's imports change nothing), and, once what running a spec imports is loaded, every
+        other module loaded: conftest files, plugins, check kinds and what they import."""
         from pytest_atom.run.harness import Harness
 
         if self._code is None:
