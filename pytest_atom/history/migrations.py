@@ -7,9 +7,8 @@ store at once migrate it once. A store newer than this pytest-atom is refused wi
 (upgrade), never written.
 
 The columns come from the records' declarations (`records.column`): step 1 creates the
-tables with the fields of version 1, and step N adds each field declared ``since=N``
-(``ALTER TABLE … ADD COLUMN``) before that step's own statements (`_STEPS`: indexes, tables
-that are no record's, backfills). The SQL is the common part of both dialects: TEXT,
+tables with the fields of version 1, and step N adds each field declared ``since=N`` before
+that step's own statements (`_STEPS`). The SQL is the common part of both dialects: TEXT,
 BIGINT, DOUBLE PRECISION, integers for booleans, ISO-8601 UTC text for times, JSON text,
 ``?`` placeholders. A step stores in the wild have taken is never edited.
 """

@@ -2,10 +2,8 @@
 finds them, each one named part, so `atom history why` names the file or folder that changed:
 
 - ``code PATH``: each top-level package or module loaded in pytest's process that is not
-  the standard library (conftest files, plugins, check kinds, pytest-atom itself) by its
-  ``.py`` and extension files; the libraries pytest-atom requires as ``code dist:NAME``, by
-  their installed ``RECORD``; an SDK app's code, which runs in a child process. Taken once
-  per session (`Reads`), after the session's machinery is loaded;
+  the standard library, by its ``.py`` and extension files; the libraries pytest-atom
+  requires as ``code dist:NAME``, by their ``RECORD``; an SDK app's code;
 - ``file PATH``: every file the spec names or its run resolves: the files its checks name,
   its oracle, its CLAUDE.md file, the prompt folders the run searches, and files an MCP
   server or hook command names by absolute path;
