@@ -117,9 +117,8 @@ def read_regular(path: Path) -> bytes | None:
 
 
 def shown_content(path: Path) -> str | bytes | None:
-    """What a file of a folder the agent wrote shows as, links not followed: a regular
-    file's text (its bytes when not UTF-8), a link as `link_text`, a special file as its
-    kind; None when `path` is missing or a folder."""
+    """What a file of a folder the agent wrote shows as: a regular file's text (bytes when not
+    UTF-8), a link as `link_text`, a special file as its kind; None: missing or a folder."""
     try:
         st = path.lstat()
     except OSError:

@@ -31,9 +31,8 @@ _TASK_SEPARATOR = f"\n\n{TASK_HEADING}\n\n"
 
 
 def first_message(system: str, task: str) -> str:
-    """What the executor hears first: the rendered system prompt, then the task under
-    `TASK_HEADING` (the agent needs no tool call to read USER_PROMPT.md, and a changed task
-    changes the request, so a replay notices)."""
+    """The rendered system prompt, then the task under `TASK_HEADING` (the agent needs no tool call
+    to read USER_PROMPT.md, and a changed task changes the request, so a replay notices)."""
     return f"{system}{_TASK_SEPARATOR}{task}"
 
 

@@ -34,10 +34,9 @@ def shorten(text: Scrubbed, limit: int) -> Scrubbed:
 
 
 def clip(text: Scrubbed, limit: int, whole: str) -> Scrubbed:
-    """`text` when it holds at most `limit` characters; else its head and its tail, about
-    `limit` characters in all, around a line saying how much was clipped and where the
-    `whole` text is. The tail because a log ends with what matters (the error); each part
-    ends at a line break where one is near."""
+    """`text`, else its head and its tail, about `limit` characters in all, around a line saying
+    how much was clipped and where the `whole` text is (a log ends with what matters); each
+    part ends at a line break where one is near."""
     if len(text) <= limit:
         return text
     keep = max(limit // 2, 1)

@@ -94,9 +94,8 @@ def audit_cassettes(files: Sequence[Path], tally: Tally) -> Iterator[Finding]:
 
 
 def _expand(paths: Sequence[Path]) -> Iterator[tuple[Path, bool]]:
-    """(path, is_cassette_candidate): files as given; for a directory, its cassettes
-    (`_taped`), so spec files, scripts and samples beside them are skipped; (directory,
-    False) if none is."""
+    """(path, is_cassette_candidate): files as given; a directory's cassettes (`_taped`), or
+    (directory, False) if it has none."""
     seen: set[Path] = set()
     for path in paths:
         candidates = [path]

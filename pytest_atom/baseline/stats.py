@@ -387,10 +387,8 @@ def _normal_repeats(p: float, q: float, alpha: float, power: float) -> float:
 def suite_repeats_needed(
     p: float, q: float, specs: int, alpha: float = 0.05, power: float = 0.8
 ) -> int | None:
-    """Repeats a spec when each of `specs` specs drops from `p` to `q` and the suite's
-    Cochran-Mantel-Haenszel test decides (at `alpha` / 2, as the baseline gate tests the
-    total of two specs or more): the fewest repeats whose power, by the normal
-    approximation of the continuity-corrected statistic, reaches `power`."""
+    """Repeats a spec for the suite's CMH test (at `alpha` / 2, as the gate tests the total) to see
+    each of `specs` specs drop from `p` to `q` with `power`, by the normal approximation."""
     if not 0 <= q < p <= 1 or specs < 1:
         return None
     if specs == 1:

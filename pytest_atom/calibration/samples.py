@@ -88,9 +88,8 @@ class Sample:
         return self.path.name
 
     def label_for(self, number: int, text: str) -> Label | None:
-        """The human's verdict on criterion `number` (1-based) whose words are `text`: the
-        label given to those words, else the one given to that number (the words were
-        changed since: the person judged what the criterion means)."""
+        """The human's verdict on criterion `number` whose words are `text`: the label of those
+        words, else of that number (reworded since: the person judged what it means)."""
         by_text = next((label for label in self.labels if label.text == text), None)
         if by_text is not None:
             return by_text

@@ -107,9 +107,9 @@ class EvalCase:
 
 
 def is_case_file(path: Path) -> bool:
-    """Whether `path` is a case's file to collect: a ``case.yaml`` with a ``schema_version``,
-    or a ``prompt.md`` beside ``graders/`` (and no case.yaml); never under ``.atom/``. Cheap:
-    pytest asks for every file it meets."""
+    """Whether `path` is a case's file: a ``case.yaml`` with a ``schema_version``, or a
+    ``prompt.md`` beside ``graders/`` (no case.yaml), never under ``.atom/``. Cheap: pytest asks
+    of each file."""
     if ATOM_DIR in path.parts[:-1]:
         return False
     if path.name == CASE_FILE:

@@ -332,10 +332,8 @@ def spec_runs(store: Store, spec: str, last: int = 20) -> list[SpecRun]:
 
 @dataclass(frozen=True)
 class FlakyItem:
-    """A series whose trials' outcome changed while their inputs did not: over `runs`
-    with one input `digest` (`basis` ``digest``), or among the repeats of one session
-    (`basis` ``repeats``: `runs` is that session; `digest` None, the repeats' digests
-    differ by their number alone)."""
+    """A series whose trials' outcome changed while their inputs did not: over `runs` with one
+    input `digest` (`basis` ``digest``), or among one session's repeats (`basis` ``repeats``)."""
 
     series: SeriesKey
     digest: str | None

@@ -48,9 +48,8 @@ class OwnRun:
 
 
 def own_run(cwd: str | None) -> OwnRun | None:
-    """The run folder `cwd` lies in: the outermost folder on its path named as a run folder
-    that sits in ``.atom/runs/`` or holds ``attempts/``; None for any other folder. A folder
-    no longer on this machine is told by its path alone."""
+    """The outermost folder on `cwd`'s path named as a run folder, in ``.atom/runs/`` or holding
+    ``attempts/`` (told by its path alone); None for any other folder."""
     if not cwd:
         return None
     path = Path(cwd)

@@ -157,10 +157,9 @@ def _item_why(
 
 
 def why_now(harness: Harness, name: str) -> tuple[str, list[ItemWhy]]:
-    """The store `harness`'s settings name, and each item of the spec `name` against its
-    last stored run, with its digest now as a `pytest --atom` session would take it, but
-    for the code the stored item named (pytest loaded it; this process did not).
-    HistoryError when the store is off or cannot be read."""
+    """The store `harness`'s settings name, and each item of spec `name` against its last stored
+    run, digested now as a session would but for the code the stored item named. HistoryError
+    when the store is off or cannot be read."""
     from pytest_atom.history.store import open_store
     from pytest_atom.history.urls import OFF, store_url
     from pytest_atom.outcome_cache.cache import uncacheable
