@@ -213,8 +213,7 @@ def _differences(ref: Runs, arm: Runs) -> dict[str, stats.Interval | float]:
 
 
 def suite_arm_differences(figures: Sequence[ArmFigures]) -> dict[str, stats.Interval]:
-    """Per arm name, the mean over specs of its change in pass rate from the reference:
-    paired by spec, with the paired bootstrap's interval (from two specs on)."""
+    """Per arm name, its mean change in pass rate from the reference over specs (paired by spec)."""
     changes: dict[str, list[float]] = {}
     for f in figures:
         if f.differences is not None:

@@ -60,8 +60,7 @@ class Judged:
 
 @dataclass
 class Calibrated:
-    """What judging a spec's samples gave: each variant's verdicts, the cassette written
-    (None: replayed, or left as it was), and the Claude Code that judges today."""
+    """Each variant's verdicts, the cassette written (None: none), and today's Claude Code."""
 
     verdicts: dict[str, list[Judged]]
     claude_version: str

@@ -139,6 +139,5 @@ def case_view(doc: Document, loc: Loc, mapping: dict[str, Any]) -> Document:
 
 
 def templated_part(mapping: dict[str, Any]) -> dict[str, Any]:
-    """The keys of a rendered spec that templates may have changed, validated again per case;
-    the spec's task key is kept whatever it holds."""
+    """The keys of a rendered spec templates may have changed (and its task), validated per case."""
     return {key: mapping[key] for key in TEMPLATED if key in mapping}

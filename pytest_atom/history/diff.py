@@ -290,8 +290,7 @@ class RunDiff:
         return [*out, "total over the items in both runs: " + self.deltas.line()]
 
     def markdown(self, limit: int = COMMENT_LIMIT) -> str:
-        """The comparison as a pull request's comment (GitHub Markdown, at most `limit`
-        bytes), regressions first; run text is escaped (`reports.markdown`)."""
+        """The comparison as a pull request's comment (GitHub Markdown, at most `limit` bytes)."""
         scrub = Scrubber().scrub
         counts = Counter(c.direction for c in (*self.changes, *self.noise))
         said = ", ".join(f"{counts[d]} {d}" for d in _SHOWN if counts[d])

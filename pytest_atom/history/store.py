@@ -84,8 +84,7 @@ class StoreBackend(Protocol):
     """A backend: the class an entry point of the ``pytest_atom.stores`` group names."""
 
     def open(self, url: str, root: Path) -> Store:
-        """The store at `url` (a path for sqlite), made and migrated as needed; `root` is
-        the project's, for a backend's checks of where its store lives. A classmethod."""
+        """The store at `url` (sqlite: a path), made and migrated; `root`: the project's."""
         ...
 
 
@@ -132,8 +131,7 @@ class NoStore:
 
 
 def open_store(url_or_path: str | Path, root: Path | None = None) -> Store:
-    """The store at `url_or_path`, created and migrated as needed; HistoryError naming the
-    store and the fix when it cannot be opened. Relative paths are `root`'s."""
+    """The store at `url_or_path` (relative: `root`'s), made and migrated; else HistoryError."""
     root = root or Path.cwd()
     url = store_url(url_or_path, root)
     if url == OFF:

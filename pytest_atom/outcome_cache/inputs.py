@@ -105,8 +105,7 @@ class Reads:
         return self._folders[path]
 
     def toolchain(self, path_value: str) -> dict[str, str]:
-        """``toolchain PATH`` parts: the folders on `path_value`, with the interpreters'
-        site-packages and node_modules beside them, each walked once per session."""
+        """``toolchain PATH`` parts of `path_value`'s `toolchain_folders`, walked once a session."""
         found: dict[str, str] = {}
         for folder in toolchain_folders(path_value):
             if folder not in self._trees:
@@ -218,8 +217,7 @@ def toolchain_folders(path_value: str) -> list[Path]:
 def resolved_files(
     spec: Spec, project_dir: Path | None, config: AtomConfig | None, reads: Reads
 ) -> dict[str, str]:
-    """``file PATH`` parts: each file the spec names or its run resolves, by its bytes (a
-    folder, such as a prompt folder, by its files: once per session, `reads`)."""
+    """``file PATH`` parts: each file the spec names or its run resolves (a folder by its files)."""
     from pytest_atom.run.spec_run import prompt_loader
 
     named: dict[Path, None] = {}
