@@ -84,7 +84,8 @@ class StoreBackend(Protocol):
     """A backend: the class an entry point of the ``pytest_atom.stores`` group names."""
 
     def open(self, url: str, root: Path) -> Store:
-        """The store at `url` (sqlite: a path), made and migrated; `root`: the project's."""
+        """The store at `url` (sqlite: a path), made and migrated; `root`: the project's. Called on
+        the class (a classmethod)."""
         ...
 
 
