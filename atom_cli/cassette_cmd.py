@@ -99,8 +99,7 @@ def _load_specs(file: Path) -> list[Spec]:
 
 
 def _specs_named(target: str, *, arms: bool) -> list[Spec]:
-    """The specs of a spec file, or the one `file::name` names (with `arms`, a spec with
-    arms by its own name is every arm); none found is an error."""
+    """The specs of a spec file, or of `file::name` (with `arms`: each arm of it); none: error."""
     text, _, name = target.partition("::")
     file = Path(text)
     if not file.is_file():

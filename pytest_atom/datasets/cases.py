@@ -25,8 +25,7 @@ _MARK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 @dataclass(frozen=True)
 class Origin:
-    """Where a case was written: a file and its line (the CSV row's, the JSON line's, the
-    YAML entry's), and how a message names it (``row 3``, ``line 4``, ``case 2``)."""
+    """Where a case was written (a file and its line) and how a message names it (``row 3``)."""
 
     path: Path
     line: int | None

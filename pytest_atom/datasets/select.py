@@ -11,8 +11,7 @@ from pytest_atom.spec.types import Spec
 
 
 def select_cases(specs: Sequence[Spec], ids: Sequence[str]) -> tuple[list[Spec], str | None]:
-    """The specs of the cases `ids` names (every spec when it names none), and what is
-    wrong when an id is no case of `specs` (a typo must not quietly run nothing)."""
+    """The specs of the cases `ids` names (all when none), and what is wrong with an unknown id."""
     if not ids:
         return list(specs), None
     known = list(dict.fromkeys(s.case for s in specs if s.case is not None))

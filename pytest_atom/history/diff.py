@@ -68,8 +68,7 @@ _SHOWN = REGRESSED, IMPROVED, CHANGED, ADDED, REMOVED, NOISE = (
 
 @dataclass(frozen=True)
 class CheckChange:
-    """A check or criterion whose result moved: `before`/`after` as shown (``passed``,
-    ``failed``, ``met 0.67``, ``3/5``), None where the run did not have it."""
+    """A check or criterion whose result moved, as shown (``met 0.67``, ``3/5``); None: absent."""
 
     kind: str  # "check" or "criterion"
     name: str

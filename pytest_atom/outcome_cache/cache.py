@@ -191,8 +191,7 @@ def uncacheable(spec: Spec, settings: RunSettings) -> str:
 def session_cache(
     settings: RunSettings, root: Path, config: AtomConfig | None, runs_dir: Path
 ) -> OutcomeCache | None:
-    """The session's outcome cache: None when the history store is off (nothing to record
-    a digest in, nothing to recall); digesting only, unless ``--atom-cache``."""
+    """The session's outcome cache (None: no history store); only digesting without --atom-cache."""
     url = store_url(settings.history, root)
     if url == OFF:
         return None

@@ -119,8 +119,7 @@ _OWN = "pytest-atom"
 
 
 def required() -> list[str]:
-    """The distributions pytest-atom requires, directly or through another (extras aside),
-    by name: the libraries its own machinery may import in any session."""
+    """The distributions pytest-atom requires, directly or not (extras aside), by name."""
     from importlib import metadata
 
     found: dict[str, None] = {}
