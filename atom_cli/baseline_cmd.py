@@ -48,8 +48,6 @@ def save(path: Path | None, results: Path | None, replace: bool) -> None:
     `--replace` writes this run's alone (after removing or renaming specs). Commit it: it
     holds no dates and its keys are sorted, so it changes only when a spec's figures do.
     """
-    # The last session's results lie in its runs folder, wherever the project's settings
-    # put it.
     harness = host_harness({})
     root, source = harness.root, results or results_file(harness.runs_dir)
     target = path or root / DEFAULT_BASELINE

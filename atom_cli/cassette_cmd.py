@@ -99,8 +99,7 @@ def _load_specs(file: Path) -> list[Spec]:
 
 
 def _specs_named(target: str, *, arms: bool) -> list[Spec]:
-    """The specs of a spec file, or the one `file::name` names (with `arms`, a spec with
-    arms by its own name is every arm); none found is an error."""
+    """The specs of a spec file, or of `file::name` (with `arms`: each arm of it); none: error."""
     text, _, name = target.partition("::")
     file = Path(text)
     if not file.is_file():
@@ -114,8 +113,7 @@ def _specs_named(target: str, *, arms: bool) -> list[Spec]:
 
 
 def _spec_cassettes(target: str, missing: list[str]) -> list[tuple[Spec, Path]]:
-    """The cassettes of the specs `target` names; a spec without one goes to `missing`, and
-    none found at all is an error."""
+    """The cassettes of the specs `target` names (none: an error); specs lacking one: `missing`."""
     chosen = _specs_named(target, arms=True)
     found = [(spec, cassette_path(spec)) for spec in chosen if cassette_path(spec).exists()]
     missing += [
@@ -231,9 +229,9 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
     """
     if not files:
         files = atom_paths(quiet=False, argument="FILES")
-    tally = Tally()  # the audit itself: pytest_atom.audit
+    tally = Tally()
     try:
-        for finding in audit_cassettes(files, tally):  # each as it is found
+        for finding in audit_cassettes(files, tally):
             if finding.kind == "unreadable":
                 click.echo(f"Error: {finding.text}", err=True)
             else:
@@ -247,7 +245,6 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
 
 
 def _summary(tally: Tally) -> str:
-    """`atom cassette check`'s last line: what it checked and found."""
     summary = f"{plural(tally.checked, 'cassette')} checked, {plural(tally.findings, 'finding')}"
     if tally.notes:
         summary += f", {plural(tally.notes, 'note')}"

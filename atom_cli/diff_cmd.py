@@ -101,8 +101,7 @@ def _side(store: Store | None, name: str) -> Side:
 
 
 def _compare(store: Store, run_a: str | None, run_b: str | None, *, paired: bool) -> RunDiff:
-    """The runs named, else the newest against `run_a`, else the newest against the run
-    like it (`history.query.compare_with_like`)."""
+    """The runs named, else the newest against `run_a`, else the newest against the run like it."""
     if run_a is not None and run_b is not None:
         return diff_runs(*_side(store, run_a), *_side(store, run_b))
     newest = store.runs(limit=2)

@@ -56,8 +56,7 @@ def _reading(command: F) -> F:
 
 
 class _HistoryGroup(click.Group):
-    """`atom history SPEC` is `atom history spec SPEC`: a word that names no subcommand
-    is a spec."""
+    """`atom history SPEC` is `atom history spec SPEC`: a word naming no subcommand is a spec."""
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -69,8 +68,7 @@ class _HistoryGroup(click.Group):
 
 @contextmanager
 def _store(given: str | None, *, create: bool = False) -> Iterator[Store | None]:
-    """The store to read (None: there is none yet, or it is off); HistoryError as a
-    ClickException naming the store and the fix."""
+    """The store to read (None: none yet, or off); HistoryError as a ClickException."""
     url, root = store_setting(given)
     if url == OFF or (not create and "://" not in url and not Path(url).exists()):
         yield None

@@ -69,8 +69,6 @@ def import_(
 
     try:
         read = read_session(session)
-        # write_spec makes `out` only once the spec is known to be writable: a failed
-        # import leaves no empty folder behind.
         done = write_spec(read, out, name=name, ref=ref, prompt=prompt, workspace=workspace)
     except SessionError as exc:
         raise click.ClickException(str(exc)) from None

@@ -41,8 +41,8 @@ def loop(task: tuple[str, ...], toolname: str | None, max_iterations: int) -> No
     click.echo(f"🔬 Atom: {cwd.name}\n")
     try:
         system_prompt = PromptLoader().load(toolname)
-        # The user's own environment and auth, as the loop's `claude -p` always had; tools are
-        # granted by allow-list, since the CLI refuses to skip permissions as root.
+        # The user's own environment and auth; tools by allow-list (the CLI refuses to skip
+        # permissions as root).
         runner = claude_code_agent(
             "executor", AgentSession(find_claude(), options=ClaudeOptions(bare=False))
         )

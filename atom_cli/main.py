@@ -51,7 +51,7 @@ LAZY_COMMANDS = {
     for module, attribute in [target.split(":")]
 }
 #: A group's subcommands kept in modules of their own, added when the group loads: commands
-#: never import each other (an import-linter contract in pyproject.toml holds it).
+#: never import each other (an import-linter contract holds it).
 SUBCOMMANDS = {"history": [("atom_cli.history_why_cmd", "why")]}
 
 

@@ -91,9 +91,8 @@ class RunView:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter._tw = TerminalWriter(io.StringIO())
-        # By the session plugin's name, not its stash key or class: both are objects of
-        # their modules, and a host that re-imports pytest-atom (pytester restores its
-        # module snapshot after each in-process run) has new ones.
+        # By the session plugin's name, not its stash key or class: a host that re-imports
+        # pytest-atom (pytester, after each in-process run) has new ones.
         atom = config.pluginmanager.get_plugin("atom-session")
         suite: SuiteRun | None = getattr(atom, "suite", None)
         if suite is None:
@@ -320,8 +319,6 @@ class Progress:
         return shorten(self.scrubbed(text), LINE)
 
     def _agent(self, event: events.Event) -> None:
-        """What the agent does: each iteration's start, its calls, its prose, the calls the
-        agent answered with an error or a refusal, as they happen."""
         say = self.console.print
         if isinstance(event, events.SessionStarted):
             self.iteration += 1

@@ -26,8 +26,7 @@ from pytest_atom.words import plural
 
 SPEC_DIR = "specs"
 #: Scaffold files, relative to the project folder (the ones `--force` may overwrite), and
-#: their templates in atom_cli/scaffold/: an example spec that `pytest --atom` plays from
-#: its script, its workspace, and the project's `.atom/config.yaml`.
+#: their templates in atom_cli/scaffold/.
 SCAFFOLD: dict[str, str] = {
     f"{SPEC_DIR}/hello.atom.yaml": "hello.atom-spec.yaml",
     f"{SPEC_DIR}/scripts/hello.yaml": "hello-script.yaml",
@@ -43,9 +42,8 @@ _IGNORES_RUNS = {
     for path in (".atom", ".atom/runs")
     for suffix in ("", "/", "/*", "/**")
 }
-#: The history store's embedded default (with SQLite's -wal and -shm files): every session
-#: records into it, and it is the project's own, never committed (a team shares a
-#: PostgreSQL store instead, `--atom-history postgresql://…`).
+#: The history store's embedded default (with SQLite's -wal and -shm files): the project's
+#: own, never committed (a team shares a PostgreSQL store instead).
 HISTORY_IGNORE = ".atom/history.db*"
 _IGNORES_HISTORY = {
     prefix + path + suffix
@@ -56,8 +54,7 @@ _IGNORES_HISTORY = {
 #: What a failed recording keeps beside the cassette it did not replace: never committed.
 PARTIALS_IGNORE = "*.partial.yaml"
 _IGNORES_PARTIALS = {PARTIALS_IGNORE, "**/" + PARTIALS_IGNORE, "/**/" + PARTIALS_IGNORE}
-#: The last session's results (`atom baseline save` reads them, the baseline is committed)
-#: are `.atom/runs/last-run.json`, in the runs folder: `RUNS_IGNORE` keeps them out too.
+#: The last session's results are `.atom/runs/last-run.json`: `RUNS_IGNORE` keeps them out too.
 
 
 @click.command()
@@ -117,8 +114,7 @@ def _write_scaffold(directory: Path, relative: str, content: str, force: bool) -
 
 
 def _ignore_runs(directory: Path) -> str:
-    """Keep run folders (the last results among them), the history store and failed
-    recordings' partial cassettes out of git."""
+    """Keep run folders, the history store and partial cassettes out of git."""
     path = directory / ".gitignore"
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     lines = {line.strip() for line in text.splitlines()}

@@ -57,7 +57,7 @@ def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
             raise ContentError(str(err)) from None
         outcomes: list[Validation] = []
         try:
-            for outcome in validate_files(files, harness, Path(tmp)):  # each as it is done
+            for outcome in validate_files(files, harness, Path(tmp)):
                 outcomes.append(outcome)
                 if not as_json:
                     click.echo(outcome.error or "\n".join(_block(outcome, expect_fail)))

@@ -2,9 +2,7 @@
 file-by-file comparison that follows no link and opens no special file (a link the agent
 made to the caller's home shows as the link, never as what it leads to).
 
-A leaf below everything that shows a change (the reflector's evidence, traces, the HTML
-report) and the workspace copy that makes the snapshot: none of them owns the others. `git`
-is how every git command of pytest-atom runs (`project_git` on the user's own project).
+`git` is how every git command of pytest-atom runs (`project_git` on the user's own project).
 """
 
 from __future__ import annotations
@@ -26,10 +24,9 @@ SNAPSHOT_REF = "refs/atom/snapshot"
 
 
 def changes(folder: Path, exclude: Sequence[str] = ()) -> str | None:
-    """The diff of `folder` against its snapshot commit (new files too, ignored files not,
-    nor the paths in `exclude`), through a throwaway index so the agent's own index is
-    untouched; None when `folder` holds no snapshot repository (a workspace copied from
-    outside git)."""
+    """The diff of `folder` against its snapshot commit (new files too, ignored files and
+    `exclude` not), through a throwaway index so the agent's own is untouched; None when
+    `folder` holds no snapshot repository."""
     git_dir = folder / ".git"
     if git_dir.is_symlink() or not git_dir.is_dir():
         return None  # a `.git` the agent linked elsewhere is no snapshot of this folder
@@ -121,16 +118,9 @@ def workspace_diff(
     *,
     scrub: Callable[[str], Scrubbed],
 ) -> Scrubbed:
-    """What the agent changed, as unified diffs of text files: evidence, not narrative.
-
-    An attempt copied from git holds a snapshot repository: git's own diff against its
-    snapshot commit is exact (the project's ignore rules apply, set-up output is not the
-    agent's); otherwise the folders are compared file by file. `installed` names what the
-    harness put in the folder (the spec's Claude Code configuration, see
-    agents.claude_code.configuration.installed_paths): not the agent's doing. The diff is
-    cut at `limit` characters after `scrub` (a Scrubber's) has passed it whole, so the cut
-    splits no secret.
-    """
+    """What the agent changed, as unified diffs of text files: git's against the snapshot commit
+    (the project's ignore rules apply), else file by file, without what the harness `installed`;
+    cut at `limit` characters after `scrub` has passed it whole, so the cut splits no secret."""
     from_git = changes(after, exclude=installed)
     if from_git is not None:
         return _clipped(scrub(from_git.rstrip("\n") or "(no changes)"), limit)
@@ -145,9 +135,7 @@ def _clipped(text: Scrubbed, limit: int) -> Scrubbed:
 
 
 def agent_files(root: Path | None, installed: Sequence[str] = ()) -> dict[str, Path]:
-    """What `root` holds by relative path, without the harness's own and `installed`: its
-    regular files, symlinks (to files or folders, never followed) and special files (never
-    opened). The agent may have made any of them (`files.shown_content` shows each)."""
+    """What `root` holds, without the harness's own and `installed`: no link followed or opened."""
     if root is None or not root.is_dir():
         return {}
     found = {
@@ -163,9 +151,7 @@ def _installed(rel: str, installed: Sequence[str]) -> bool:
 
 
 def _file_diffs(old: Mapping[str, Path], new: Mapping[str, Path]) -> list[str]:
-    """Unified diffs of the text files that differ; a line for each binary one that does.
-    A link shows as a link with its target's text, a special file as its kind: neither is
-    followed nor opened (`shown_content`)."""
+    """Unified diffs of the text files that differ; a line for each binary one that does."""
     parts: list[str] = []
     for name in sorted(old.keys() | new.keys()):
         a = shown_content(old[name]) if name in old else ""

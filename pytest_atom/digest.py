@@ -17,9 +17,8 @@ This module is the only place that hashes inputs. There is one walk of a folder
   executable, link, folder), path and bytes, with run paths made placeholders, so a
   ``chmod +x`` or a new empty folder is a change the judge could have seen.
 
-And two for the outcome cache's input digest, which hashes far more per session: `content`
-(a file's bytes, read once while its stat stays the same) and `stat_tree` (a toolchain
-folder by each entry's path, size and mtime).
+And two for the outcome cache's input digest: `content` (a file's bytes) and `stat_tree`
+(a toolchain folder by each entry's stat).
 """
 
 from __future__ import annotations
@@ -50,11 +49,8 @@ def of_text(text: str) -> str:
 
 
 def canonical(value: Any, *, compact: bool = False) -> bytes:
-    """`value` as JSON with sorted keys; `compact` drops the spaces after separators.
-
-    Both forms are stored (the spec's hash uses the spaced one, the configuration's the
-    compact one), so both stay.
-    """
+    """`value` as JSON with sorted keys; `compact` drops the spaces after separators. Both
+    forms are stored (the spec's hash spaced, the configuration's compact), so both stay."""
     separators = (",", ":") if compact else None
     return json.dumps(value, sort_keys=True, separators=separators, default=str).encode()
 
@@ -77,11 +73,8 @@ class Entry:
 
 def tree(folder: Path, skip: Collection[str], skip_top: str | None = None) -> Iterator[Entry]:
     """Every entry under `folder`, folders first in each folder, each group sorted; the
-    folders named in `skip` (anywhere) and `skip_top` (at the top) are not entered.
-
-    Links are entries, never followed into: a link to a folder outside cannot pull that
-    folder in.
-    """
+    folders named in `skip` (anywhere) and `skip_top` (at the top) are not entered. Links
+    are entries, never followed into: a link to a folder outside cannot pull it in."""
     for root, dirs, files in os.walk(folder):
         base = Path(root)
         dirs[:] = sorted(
@@ -144,15 +137,13 @@ def session_hash(folder: Path, skip: Collection[str], paths_out: Callable[[str],
     return PREFIX + digest.hexdigest()[:16]
 
 
-#: `content`'s memo: a file's hash by what its stat says of it. A file whose path, size,
-#: mtime and inode are those of a file already hashed in this process is not read again.
+#: `content`'s memo: a file's hash by what its stat says of it.
 _CONTENT: dict[tuple[str, int, int, int], str] = {}
 
 
 def content(path: Path) -> str:
     """A file's bytes as a short hash, read once per process while its path, size, mtime
-    (in nanoseconds) and inode stay the same; ``absent`` when it cannot be read. The input
-    digest hashes hundreds of module files per session this way."""
+    (in nanoseconds) and inode stay the same; ``absent`` when it cannot be read."""
     try:
         st = path.stat()
     except OSError:
@@ -168,10 +159,9 @@ def content(path: Path) -> str:
 
 
 def stat_tree(folder: Path) -> str:
-    """A folder as a toolchain: every entry's relative path, mode, size and mtime, links
-    not followed (a link's target instead): no file is read, so a large toolchain (PATH's
-    folders, an interpreter's site-packages) costs one stat an entry. ``absent`` for a
-    folder that is not there."""
+    """A folder as a toolchain: every entry's relative path, mode, size and mtime (a link's
+    target instead): no file is read, so a large toolchain costs one stat an entry.
+    ``absent`` for a folder that is not there."""
     if not folder.is_dir():
         return "absent"
     hashed = hashlib.sha256()

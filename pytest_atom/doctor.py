@@ -1,8 +1,6 @@
-"""`atom doctor`'s probes of a machine: each checks one thing a spec run needs (the Claude Code
-CLI, credentials, the environment a run gets, Node.js, editable installs of the project, a real
-CLI run against a scripted gateway, Claude Code's sandbox) and returns a `Finding` (a status,
-the probe's name, and what it saw); `run_probes` runs them in order and yields each finding as
-it is made, so a slow probe never hides the ones before it.
+"""`atom doctor`'s probes of a machine: each checks one thing a spec run needs and returns a
+`Finding`; `run_probes` yields each finding as it is made, so a slow probe never hides the
+ones before it.
 
 A probe never prints: the command renders the findings (marks, colour, the summary), so a
 test or another front end reads the same facts. A finding names variables, never their
@@ -64,8 +62,7 @@ class Finding:
 
 
 def run_probes(root: Path) -> Iterator[Finding]:
-    """Every probe, in `atom doctor`'s order, for the project at `root`; each finding is
-    yielded as soon as it is made (the self-test and the sandbox probe start claude)."""
+    """Every probe, in `atom doctor`'s order, for the project at `root`."""
     finding, binary = check_claude()
     yield finding
     yield check_credentials()
@@ -79,8 +76,7 @@ def run_probes(root: Path) -> Iterator[Finding]:
 
 
 def check_claude() -> tuple[Finding, Path | None]:
-    """The `claude` binary pytest-atom would run and its version, and the binary (None: none
-    runs), which the self-test and the sandbox probe use."""
+    """The `claude` binary pytest-atom would run, its version, and the binary (None: none runs)."""
     source = " (from ATOM_CLAUDE_BIN)" if os.environ.get("ATOM_CLAUDE_BIN") else ""
     try:
         binary = find_claude()
@@ -116,8 +112,7 @@ def check_credentials() -> Finding:
 
 
 def check_environment() -> Finding:
-    """Which of the caller's variables a run leaves out (names only, never values): a run's
-    processes get an environment built from parts (pytest_atom.environment)."""
+    """Which of the caller's variables a run leaves out, by name, never value."""
     try:
         pass_env = load_config().pass_env
     except ConfigError as exc:
@@ -161,9 +156,7 @@ def check_node() -> Finding:
 
 
 def editable_sources(root: Path) -> list[tuple[str, Path]]:
-    """(distribution, source folder) of each installed distribution that is an editable
-    install (`pip install -e`: PEP 610's ``direct_url.json`` with ``dir_info.editable``)
-    from `root` or a folder inside it."""
+    """(distribution, source folder) of each editable install from `root` or inside it."""
     found: dict[str, Path] = {}
     for dist in importlib.metadata.distributions():
         try:
@@ -203,8 +196,7 @@ def check_editable_installs(root: Path) -> Finding | None:
 def _scripted_run(
     binary: Path, turns: list[dict[str, Any]], run_dir: Path, confinement: Confinement | None = None
 ) -> tuple[IterationRecord, int]:
-    """`binary` run once in ``run_dir/work`` against a local gateway scripted with `turns`:
-    its record, and how many requests the gateway answered."""
+    """`binary` run once against a gateway scripted with `turns`: its record and requests."""
     gateway = Gateway(scripted(turns)).start()
     try:
         env = claude_env(gateway.url, run_dir / "config")

@@ -24,9 +24,6 @@ The same environment is why a failure may be its doing: a caller variable a chec
 set-up relied on is left out, a tool the caller's shell found is not on the run's PATH, the
 sandbox's proxy refused a host. `environment_clue` and `network_hint` read that from what
 the failure printed, so the reports say it only when the output points at the environment.
-
-A leaf below the spec model (which checks `pass_env:`), the agents, the run, the reports and
-the command line, so they all build and explain environments the same way.
 """
 
 from __future__ import annotations
@@ -142,10 +139,8 @@ CREDENTIAL_PLACEHOLDERS: dict[str, str] = {
 
 
 def placeholder_credentials(auth: Iterable[str] = ()) -> dict[str, str]:
-    """The credentials a run's processes get: a placeholder under each name of `auth` (the
-    credentials a recording uses: ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or
-    CLAUDE_CODE_OAUTH_TOKEN, so the CLI authenticates the same way as with the real one),
-    else ANTHROPIC_API_KEY's, which is all the CLI needs to skip its login flow."""
+    """A placeholder under each credential name of `auth` (the recording's, so the CLI
+    authenticates the same way), else ANTHROPIC_API_KEY's: all the CLI needs to skip login."""
     names = [name for name in auth if name in CREDENTIAL_PLACEHOLDERS] or ["ANTHROPIC_API_KEY"]
     return {name: CREDENTIAL_PLACEHOLDERS[name] for name in names}
 
@@ -187,8 +182,7 @@ def passed(pass_env: Iterable[str] = (), caller: Mapping[str, str] | None = None
 
 
 def left_out(pass_env: Iterable[str] = (), caller: Mapping[str, str] | None = None) -> list[str]:
-    """The names of the caller's variables a run does not get (never their values), sorted,
-    without those no `pass_env:` can pass (HOME, TMPDIR, ANTHROPIC_*, ...) and TZ."""
+    """The sorted names of the caller's variables a run does not get but `pass_env:` could pass."""
     source = os.environ if caller is None else caller
     wanted = tuple(pass_env)
     return sorted(
@@ -197,13 +191,9 @@ def left_out(pass_env: Iterable[str] = (), caller: Mapping[str, str] | None = No
 
 
 def run_folders(home: Path) -> dict[str, str]:
-    """HOME, the XDG base folders and TMPDIR of a run, under `home` (created here).
-
-    The XDG folders sit where the XDG defaults put them under that HOME (``~/.cache``,
-    ``~/.config``, ``~/.local/share``, ``~/.local/state``), so a CLI that honours them or
-    falls back to the defaults names the same paths. TMPDIR is ``tmp/`` beside `home`
-    (``<run>/tmp``): the CLI's ``$TMPDIR/claude-<uid>`` folders stay in the run.
-    """
+    """HOME, the XDG base folders (at the XDG defaults under that HOME, so a CLI that honours them
+    or not names the same paths) and TMPDIR (``<run>/tmp``, so the CLI's ``$TMPDIR/claude-<uid>``
+    folders stay in the run) of a run, under `home` (created here)."""
     folders = {
         "HOME": home,
         "XDG_CONFIG_HOME": home / ".config",
@@ -224,21 +214,15 @@ def run_folders(home: Path) -> dict[str, str]:
 #: a socket's path holds at most 107 bytes on Linux (103 on macOS).
 _SOCKET_NAME = len("/claude-socks-0123456789abcdef.sock")
 _SOCKET_PATH_MAX = 103
-#: The short temp folders made for this process's runs, with the run temp folder each
-#: stands for: `release_tmpdirs` removes a run's when it ends, and the rest (an environment
-#: built outside a run: a test, `atom doctor`) go when the process exits.
+#: The short temp folders made for this process's runs, with the run temp folder each stands
+#: for: `release_tmpdirs` removes a run's when it ends, the rest go when the process exits.
 _SHORT: dict[Path, Path] = {}
 
 
 def tmpdir_for(folder: Path) -> Path:
-    """The path a run's temp folder `folder` is named by: itself, or where a socket path
-    in it would be too long (a run folder deep in a project), a short folder in /tmp
-    (``/tmp/atom-<hash>``), named after `folder` so `volatile_paths` knows it too: a
-    recording names it ``<RUN_DIR>/tmp``, as a shallow run's own temp folder.
-
-    A folder, not a link to `folder`: the sandbox's read guard opens the paths it allows
-    resolved, so a link in /tmp would not exist inside the sandbox. The short folder holds
-    only the CLI's scratch files and goes when the run ends (`release_tmpdirs`)."""
+    """`folder`, or where a socket path in it would be too long, ``/tmp/atom-<hash of folder>``
+    (which `volatile_paths` names ``<RUN_DIR>/tmp``). A folder, not a link: the sandbox's read
+    guard opens the paths it allows resolved, so a link in /tmp would not exist inside it."""
     if len(os.fsencode(str(folder))) + _SOCKET_NAME <= _SOCKET_PATH_MAX:
         return folder
     digest = digest_module.hex_of(os.fsencode(str(folder)))[:16]
@@ -246,7 +230,6 @@ def tmpdir_for(folder: Path) -> Path:
 
 
 def _temp_folder(folder: Path) -> Path:
-    """`tmpdir_for(folder)`, remembered for `release_tmpdirs` when it is a short one."""
     short = tmpdir_for(folder)
     if short != folder:
         _SHORT[short] = folder
@@ -273,8 +256,7 @@ def build_env(
     caller: Mapping[str, str] | None = None,
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """An environment from parts: the passed caller variables, the fixed ones, the run's
-    folders under `home`, then `extra` (the spec's `env:`, the harness's settings)."""
+    """The passed caller variables, the fixed ones, the run's folders, then `extra`: later wins."""
     env = passed(pass_env, caller)
     for name, value in FIXED.items():
         env.setdefault(name, value)  # the caller's only where `pass_env:` names it
@@ -288,10 +270,8 @@ _TOO_GENERAL = {"/", "/usr", "/usr/local", "/opt", "/bin", "/usr/bin", "/etc", "
 
 
 def path_values(env: Mapping[str, str], pass_env: Iterable[str] = ()) -> dict[str, str]:
-    """The passed variables whose values are folders or files of this machine, as
-    ``{value: "<ENV:NAME>"}``: a request that names one (``cat $JAVA_HOME/release``) reads
-    the same on every machine. PATH-like lists and general folders (``/usr``) are left out.
-    """
+    """``{value: "<ENV:NAME>"}`` of the passed variables naming a path of this machine, so
+    a request that names one reads the same on every machine (lists and ``/usr`` left out)."""
     wanted = tuple(pass_env)
     out: dict[str, str] = {}
     for name, value in sorted(env.items()):
@@ -308,14 +288,10 @@ _IMPORT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def importable(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` with this copy of pytest-atom importable by `sys.executable`, for the Python
-    children pytest-atom starts itself (a project tool, the SDK host).
-
-    An installed package is importable anyway; a source checkout used without installing
-    is not, once the child runs from another folder, and the caller's PYTHONPATH is no part
-    of a run's environment, so the checkout's folder is added to ``PYTHONPATH``
-    (site-packages never is: it would move installed packages ahead of the standard library).
-    """
+    """`env` with this copy of pytest-atom importable by the Python children it starts itself: a
+    checkout used without installing is not importable from another folder, and the caller's
+    PYTHONPATH is no part of a run, so its folder is added to ``PYTHONPATH`` (site-packages
+    never is: it would shadow the standard library)."""
     out = dict(env)
     site_dirs = {Path(p).resolve() for p in [*site.getsitepackages(), site.getusersitepackages()]}
     if _IMPORT_ROOT not in site_dirs:
@@ -328,15 +304,12 @@ def importable(env: Mapping[str, str]) -> dict[str, str]:
 def left_out_variables_line(
     pass_env: Iterable[str] = (), caller: Mapping[str, str] | None = None
 ) -> str | None:
-    """One line naming the caller's variables a run did not get (names only, never values)
-    and how to pass one; None when none was left out. A failed check or set-up that needed
-    one (a ``JAVA_OPTS``, a ``DATABASE_URL``) is then explained, not a mystery."""
+    """One line naming the caller's variables a run did not get and how to pass one, or None."""
     return left_out_names_line(left_out(pass_env, caller))
 
 
 def left_out_names_line(names: Sequence[str]) -> str | None:
-    """`left_out_variables_line` of names already found (a session's, gathered from its
-    runs' properties); None when there are none."""
+    """`left_out_variables_line` of names already found (a session's runs')."""
     if not names:
         return None
     shown = ", ".join(names[:_SHOWN])
@@ -353,10 +326,8 @@ _SHOWN = 25
 
 # --- whether a failure could be the environment's doing ----------------------------------
 #
-# Only where its output points there (every left-out name under every failure would bury the
-# reports): a command not found (``mytool: command not found``, ``env: 'mytool': No such file
-# or directory``, exit code 127), a variable not set (``FOO: unbound variable``, ``KeyError:
-# 'FOO'``, ``process.env.FOO``, ``FOO is not set``).
+# Only where its output points there (a command not found, a variable not set): every
+# left-out name under every failure would bury the reports.
 
 #: A command the shell could not find, with its name.
 _NOT_FOUND = (
@@ -401,10 +372,8 @@ class EnvironmentClue:
 def environment_clue(
     text: str, left_out: Iterable[str], present: Iterable[str] = ()
 ) -> EnvironmentClue | None:
-    """The clue in `text` (a failed check's or set-up's output) that the run's environment
-    caused the failure, `left_out` being the caller variables the run did not get and
-    `present` the names it did (a variable it had is no clue); None when the output points
-    elsewhere."""
+    """The clue in a failed check's or set-up's output `text` that the environment caused
+    it (a variable in `present`, which the run had, is none); None when it points elsewhere."""
     dropped, given = set(left_out), set(present) - set(left_out)
     first: dict[str, str] = {}  # each variable named unset: the line that names it
     for pattern in _UNSET:
@@ -433,10 +402,8 @@ def _line_of(text: str, at: int) -> str:
     return text[start : end if end >= 0 else len(text)].strip()[:200]
 
 
-#: What the sandbox's proxy says to a host not in `sandbox.network`, as tools quote it: pip
-#: (``ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: 403 host is
-#: not on the allow list'))``), npm (``403 host is not on the allow list - GET <url>``), curl
-#: (``CONNECT tunnel failed, response 403``).
+#: What the sandbox's proxy says to a host not in `sandbox.network`, as pip, npm and curl
+#: quote it.
 _PROXY_REFUSED = re.compile(
     r"not on the allow list|Tunnel connection failed: 403|CONNECT tunnel failed, response 403"
     r"|Cannot connect to proxy|ProxyError"
@@ -451,9 +418,7 @@ _DEFAULT_HOSTS = (
 
 
 def network_hint(output: str, command: str, what: str = "set-up") -> str | None:
-    """Which allowance a set-up (or a check: `what`) lacks when the sandbox's proxy refused
-    it a host: the hosts its output names (or its package manager's registry) and the spec
-    key that allows them; None when the output shows no refusal."""
+    """The hosts the sandbox's proxy refused and the spec key that allows them; None: no refusal."""
     if not _PROXY_REFUSED.search(output):
         return None
     hosts = [

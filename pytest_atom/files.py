@@ -1,12 +1,8 @@
-"""Writing files so that nothing is ever half-written, the caches a copy leaves out,
-records of finished folders that cost no second copy (`link_tree`), and reading and
-copying folders an agent wrote without following a link or opening a special file
-(`shown_content`, `copy_tree`).
+"""Writing files so that nothing is ever half-written, and reading and copying folders an
+agent wrote without following a link or opening a special file.
 
-Cassettes, traces, reports and scrubbed transcripts are all replaced the same way: a
-temporary file beside the target, flushed to disk, then renamed over it, so a crash or
-Ctrl-C leaves the previous file byte-identical and a reader sees the old file or the new
-one, whole.
+Every file pytest-atom writes is replaced the same way: a temporary file beside the target,
+flushed to disk, then renamed over it, so a crash or Ctrl-C leaves the previous file whole.
 """
 
 from __future__ import annotations
@@ -34,11 +30,8 @@ def _umask() -> int:
 
 
 def write_atomic(path: Path, data: str | bytes) -> Path:
-    """Replace `path` with `data` atomically (text is UTF-8).
-
-    The file keeps an existing file's mode; a new one gets what the umask gives a new
-    file (mkstemp's 0600 would hide a cassette from the team and a report from CI).
-    """
+    """Replace `path` with `data` atomically (text is UTF-8), keeping an existing file's
+    mode; a new one gets the umask's (mkstemp's 0600 would hide a cassette from the team)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = path.stat().st_mode & 0o7777
@@ -59,11 +52,8 @@ def write_atomic(path: Path, data: str | bytes) -> Path:
 
 
 def link_tree(source: Path, dest: Path, ignore: Any = None) -> Path:
-    """`dest` as a record of the finished folder `source` that costs no second copy: its
-    files hard-linked (copied where the file system cannot link), folders made anew,
-    symlinks kept as links, a device, FIFO or socket refused (`copy_tree`). Meant for a
-    folder nothing writes to any more (a passing attempt promoted to ``committed/``): a
-    file written in place would change in both."""
+    """`dest` as `copy_tree` with files hard-linked where the file system can. Only for a
+    folder nothing writes to any more: a file written in place would change in both."""
     return copy_tree(source, dest, ignore, link=True)
 
 
@@ -76,11 +66,9 @@ SKIPPED_DIRS = frozenset(
 
 # --- what a path in a folder the agent wrote is, read without following links ----------------
 #
-# Whatever the harness shows or copies of an attempt (the diff, snapshots, the reflector's
-# evidence, reports, the next attempt, ``committed/``) the agent may have made: a symlink to
-# the caller's home, a FIFO that blocks a reader forever, a character device that never
-# ends. So nothing here follows a link or opens anything but a regular file: a link is shown
-# as a link with its target's text, a special file is named and never opened.
+# Whatever the harness shows or copies of an attempt the agent may have made: a symlink to the
+# caller's home, a FIFO that blocks a reader forever, a device that never ends. So nothing
+# here follows a link or opens anything but a regular file.
 
 
 _SPECIAL_KINDS = (
@@ -97,14 +85,12 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_C
 
 
 def special_kind(mode: int) -> str | None:
-    """What a device, FIFO or socket is, in words ("a FIFO (named pipe)"); None for a
-    regular file, a folder or a link."""
+    """A device, FIFO or socket in words ("a FIFO (named pipe)"); None for anything else."""
     return next((words for test, words in _SPECIAL_KINDS if test(mode)), None)
 
 
 def special_error(path: Path, shown: str, kind: str) -> SpecialFileError:
-    """The error for a special file at `path`, named `shown` (a path relative to what is
-    copied), that says how to leave it out."""
+    """The error for a special file at `path` (shown as `shown`), saying how to leave it out."""
     return SpecialFileError(
         f"{shown!r} is {kind} ({path}): pytest-atom copies no devices, FIFOs or sockets "
         "into a run; remove it, or leave it out with the spec's `workspace: exclude:`"
@@ -112,18 +98,14 @@ def special_error(path: Path, shown: str, kind: str) -> SpecialFileError:
 
 
 def link_text(target: str) -> str:
-    """How a symlink is shown wherever its content would be: as a link, with its target's
-    text (never the content it leads to)."""
+    """How a symlink is shown wherever its content would be: its target's text."""
     return f"symbolic link -> {target}"
 
 
 def read_regular(path: Path) -> bytes | None:
-    """The bytes of `path` when it is a regular file itself; None for a link (never
-    followed), a folder, a device, FIFO or socket (never read), or a missing path.
-
-    Opened with ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` before any read, so
-    a file swapped for a link or a FIFO in between is still never followed nor waited on.
-    """
+    """The bytes of `path` when it is a regular file itself; None for anything else. Opened with
+    ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` before any read, so a file swapped for
+    a link or a FIFO in between is still never followed nor waited on."""
     try:
         fd = os.open(path, _READ_FLAGS)
     except OSError:
@@ -135,9 +117,8 @@ def read_regular(path: Path) -> bytes | None:
 
 
 def shown_content(path: Path) -> str | bytes | None:
-    """What a file of a folder the agent wrote shows as, links not followed: a regular
-    file's text (its bytes when not UTF-8), a link as `link_text`, a special file as its
-    kind; None when `path` is missing or a folder."""
+    """What a file of a folder the agent wrote shows as: a regular file's text (bytes when not
+    UTF-8), a link as `link_text`, a special file as its kind; None: missing or a folder."""
     try:
         st = path.lstat()
     except OSError:
@@ -159,8 +140,7 @@ def shown_content(path: Path) -> str | bytes | None:
 
 
 def shown_text(root: Path, rel: str) -> str | None:
-    """`shown_content` of `rel` under `root` as text (bytes decoded with replacement marks);
-    None when missing. A path in a folder linked outside `root` is not read either."""
+    """`shown_content` of `rel` under `root` as text; None when missing or linked outside `root`."""
     if contained(root, Path(rel).parent) is None:
         return f"<{rel} lies in a folder linked outside {root.name or root}, not read>"
     content = shown_content(root / rel)
@@ -168,8 +148,7 @@ def shown_text(root: Path, rel: str) -> str | None:
 
 
 def contained(root: Path, rel: str | Path) -> Path | None:
-    """`root / rel` with every link resolved, or None when that leads outside `root`: a
-    link (anywhere along the way) cannot lead a reader out of the folder."""
+    """`root / rel` with every link resolved, or None when that leads outside `root`."""
     base = root.resolve()
     target = (base / rel).resolve()
     return target if target.is_relative_to(base) else None
@@ -224,15 +203,10 @@ def copy_tree(
     link: bool = False,
     follow_within: Path | None = None,
 ) -> Path:
-    """Copy the folder `source` to the new folder `dest`: folders made anew, symlinks kept
-    as links (never followed), regular files copied (`link`: hard-linked where the file
-    system can). A device, FIFO or socket anywhere is refused (`SpecialFileError`, naming
-    it) before it is opened, and `dest` removed. `ignore` is `shutil.copytree`'s.
-
-    `follow_within` (a project's root) copies a link as what it names, when that resolves
-    inside it, and refuses one that leads outside (`LinkOutsideError`): for the project's
-    own folders a run gets a copy of (a skill, a plugin, a tool), whose links may be shared
-    files, but never the caller's home."""
+    """Copy the folder `source` to the new folder `dest`: links kept as links, regular files copied
+    (`link`: hard-linked where it can), a device, FIFO or socket refused (`SpecialFileError`)
+    before it is opened and `dest` removed. `follow_within` (a project's root) copies a link as
+    what it names when that resolves inside it, and refuses one leading out (`LinkOutsideError`)."""
     rules = _CopyRules(dest, ignore, link, follow_within and follow_within.resolve())
     dest.mkdir(parents=True)
     try:

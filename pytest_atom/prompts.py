@@ -25,23 +25,19 @@ def render_prompt(text: str, max_iterations: int) -> str:
 
 
 #: The heading under which a run's first message carries the spec's prompt, after the
-#: system prompt: `first_message` builds the message, `split_first_message` takes it apart
-#: again (`atom import` of a transcript from one of pytest-atom's own runs).
+#: system prompt.
 TASK_HEADING = "# USER_PROMPT.md"
 _TASK_SEPARATOR = f"\n\n{TASK_HEADING}\n\n"
 
 
 def first_message(system: str, task: str) -> str:
-    """What the executor hears first: the rendered system prompt, then the task under
-    `TASK_HEADING` (the agent needs no tool call to read USER_PROMPT.md, and a changed task
-    changes the request, so a replay notices)."""
+    """The rendered system prompt, then the task under `TASK_HEADING` (the agent needs no tool call
+    to read USER_PROMPT.md, and a changed task changes the request, so a replay notices)."""
     return f"{system}{_TASK_SEPARATOR}{task}"
 
 
 def split_first_message(text: str) -> tuple[str, str] | None:
-    """(system prompt, task) of a message `first_message` built, the task exactly as given;
-    None for any other text. The first separator is the harness's: a task may hold the
-    heading too, a system prompt does not."""
+    """(system prompt, task) of a message `first_message` built (the first separator); else None."""
     system, found, task = text.partition(_TASK_SEPARATOR)
     return (system, task) if found else None
 
@@ -65,8 +61,7 @@ class PromptLoader:
     def __init__(
         self, project_dir: Path | None = None, search_paths: Sequence[Path] | None = None
     ) -> None:
-        """`project_dir` defaults to the working directory at load time; `search_paths`,
-        when given, replaces the whole search list (first folder wins)."""
+        """`search_paths`, when given, replaces the whole search list (first folder wins)."""
         self._project_dir = project_dir
         self._search_paths = None if search_paths is None else [Path(p) for p in search_paths]
 
@@ -90,8 +85,7 @@ class PromptLoader:
         raise PromptNotFoundError(filename, folders)
 
     def load(self, toolname: str | None = None, *, max_iterations: int | None = None) -> str:
-        """The composed prompt for `toolname`, with ``{max_iterations}`` filled in when
-        given (left as is otherwise, so a caller can render it later)."""
+        """The composed prompt for `toolname`, ``{max_iterations}`` filled in when given."""
         text = "\n\n".join(
             self.find(name).read_text(encoding="utf-8") for name in prompt_files(toolname)
         )

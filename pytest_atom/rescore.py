@@ -1,12 +1,10 @@
 """`atom rescore RUN [SPEC…]`: a stored run's attempts judged again, recorded as a new run.
 
 Each item of the run (of the SPECs named, else all) is judged by today's spec on the final
-attempt its run folder kept: the attempt is copied into a new run folder and only the
-reflector runs on it, through the same gateway and model source as a run, and the outcome
-is decided as a run decides it. The executor's CLI is never started, and nothing is written
-to the spec's cassette. Today's checks of the files run again on the attempt, so the
-reflector reads the evidence the run read and a replay recalls its verdict when nothing
-changed; a check of the agent's calls keeps its stored result (`checks_again`).
+attempt its run folder kept, copied into a new run folder: only the reflector runs, through
+the same gateway and model source as a run, and nothing is written to the spec's cassette.
+Today's checks of the files run again, so the reflector reads the evidence the run read and
+a replay recalls its verdict when nothing changed.
 
 The new run is recorded as ``kind="rescore"``, ``rescore_of`` the old run's id, so `atom
 diff OLD NEW` shows what today's criteria change; its items are judgements, not trials. An
@@ -113,16 +111,14 @@ def _rescore_item(item: ItemRecord, harness: Harness) -> tuple[ItemRecord, str |
         judged = replace(item, run_id="", kind="rescore", outcome="error", why=why)
         return replace(judged, tokens={}, cost_usd=nothing, spent_usd=0.0, wall_seconds=0.0), None
     new = item_record(result, item.repeat, scrubber=Scrubber())
-    # The attempt is the stored one: its tool calls are the executor's, as they were. A
-    # judgement of it, not a trial: it stays out of the spec's pass rate and means.
+    # A judgement of the stored attempt, not a trial: out of the spec's pass rate and means.
     new = replace(new, kind="rescore", tool_calls=item.tool_calls)
     return new, claude_version_of(result)
 
 
 def rescore_run(store: Store, run_id: str, specs: Sequence[str], harness: Harness) -> Rescored:
     """Judge `run_id`'s items (of `specs`, else all) again and record the rescore run in
-    the session's store (`harness.settings.history`); HistoryError for an unknown run,
-    ValueError when no item is of `specs`."""
+    the session's store; HistoryError for an unknown run, ValueError when no item is of `specs`."""
     old = store.run(run_id)
     items = [i for i in store.items(old.id) if _wanted(i, specs) and i.outcome != "skipped"]
     if not items:
@@ -150,8 +146,7 @@ class StoredAttempt:
 
 
 def stored_attempt(run_folder: Path, spec: Spec) -> StoredAttempt:
-    """The last attempt of `run_folder` and the executor's last message; HarnessError
-    naming the folder when it holds none (removed by ``keep_runs``, or a multi-step run)."""
+    """The last attempt of `run_folder` and the executor's last message; HarnessError if none."""
     if not run_folder.is_dir():
         raise HarnessError(
             f"run folder {run_folder} is gone (old run folders are pruned: --atom-keep-runs 0 "
@@ -169,8 +164,7 @@ def stored_attempt(run_folder: Path, spec: Spec) -> StoredAttempt:
 
 
 def final_message(run_folder: Path, spec: Spec) -> str:
-    """The executor's last text, from the transcript Claude Code kept of its session
-    (``claude-config/projects/*/<session>.jsonl``, scrubbed after the run); "" if none."""
+    """The executor's last text, from the transcript Claude Code kept; "" if none."""
     session = session_id_for(spec)
     last = ""
     for transcript in sorted(
@@ -196,9 +190,7 @@ def final_message(run_folder: Path, spec: Spec) -> str:
 
 
 def judge_again(spec: Spec, run_folder: Path, item: ItemRecord, harness: Harness) -> SpecResult:
-    """The final attempt of `run_folder` judged by today's `spec` in a new run folder: the
-    reflector's verdict (when the spec has criteria) and the decision it comes to; `item`
-    is the stored item, whose checks of the agent's calls stand (`checks_again`)."""
+    """The final attempt of `run_folder` judged by today's `spec` in a new run folder."""
     attempt = stored_attempt(run_folder, spec)
     scope = RunScope(harness.root, harness.config, harness.registry(), harness.spend)
     claude_bin = find_claude()
@@ -243,9 +235,8 @@ def judge_again(spec: Spec, run_folder: Path, item: ItemRecord, harness: Harness
 
 
 def run_case(spec: Spec, found: RunFound, cases: dict[str, Spec]) -> Spec:
-    """The case of `spec` that the run ran (`cases`: every case by id; {} without cases):
-    the store's record of it, else the run folder's name (``<spec>[<case>]-<stamp>-…``).
-    Its rendered criteria are the ones the human labels and the judge is shown."""
+    """The case of `spec` that the run ran: the store's record of it, else the run folder's
+    name (``<spec>[<case>]-<stamp>-…``). Its rendered criteria are what the human labels."""
     if not cases:
         return spec
     if found.case is not None and found.case in cases:
@@ -262,8 +253,7 @@ def run_case(spec: Spec, found: RunFound, cases: dict[str, Spec]) -> Spec:
 
 
 def find_run(run: str, spec: Spec, store: Store | None, case: str | None = None) -> RunFound:
-    """RUN as a run folder, else as a run of the store (its item of `case`, when SPEC named
-    one); CalibrationError says which it tried."""
+    """RUN as a run folder, else as a run of the store; CalibrationError says which it tried."""
     folder = Path(run)
     if folder.is_dir():
         item = _item_for_folder(folder, spec, store)

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import NewType
 
-#: Text a Scrubber returned (`pytest_atom.replay.scrub.Scrubber.scrub`), the only text `clip`
-#: takes: a cut made first can split a secret, and the scrubber, which knows secrets whole,
-#: then lets the part that is left through (a 33-character token shown with 32). A type, so
-#: that mypy refuses a new place that clips text it has not scrubbed.
+#: Text a Scrubber returned, the only text `clip` takes: a cut made first can split a secret,
+#: which the scrubber, knowing it whole, then lets through. A type, so mypy refuses a new
+#: place that clips text it has not scrubbed.
 Scrubbed = NewType("Scrubbed", str)
 
 
@@ -20,9 +19,8 @@ def plural(count: int, noun: str) -> str:
 
 def last_words(text: str, limit: int) -> str:
     """The end of `text`, at most `limit` characters, starting at a word: for a layer below
-    the scrubber (an agent's or a CLI call's error message), which cuts text not yet
-    scrubbed. A word the cut goes through is left out whole, so no part of a secret (one
-    word: no spaces) is shown for the scrubber, which knows it only whole, to miss."""
+    the scrubber. A word the cut goes through is left out whole, so no part of a secret is
+    shown for the scrubber, which knows it only whole, to miss."""
     if len(text) <= limit:
         return text
     kept = text[-limit:]
@@ -31,20 +29,14 @@ def last_words(text: str, limit: int) -> str:
 
 
 def shorten(text: Scrubbed, limit: int) -> Scrubbed:
-    """`text` when it holds at most `limit` characters; else its first `limit` - 1 and
-    ``…``: for a one-line view (a tool call, a check's detail) whose rest is elsewhere."""
+    """`text`, else its first `limit` - 1 characters and ``…``, for a one-line view."""
     return text if len(text) <= limit else Scrubbed(text[: limit - 1] + "…")
 
 
 def clip(text: Scrubbed, limit: int, whole: str) -> Scrubbed:
-    """`text` when it holds at most `limit` characters; else its head and its tail, about
-    `limit` characters in all, around a line saying how much was clipped there and where
-    the whole text is (`whole`: ``the whole message is in ...``).
-
-    Head and tail, not the head alone: an agent's log or a test run ends with what matters
-    (the summary, the error), and starts with what says what it is. Each part ends at a
-    line break where one is near, so no line is shown cut.
-    """
+    """`text`, else its head and its tail, about `limit` characters in all, around a line saying
+    how much was clipped and where the `whole` text is (a log ends with what matters); each
+    part ends at a line break where one is near."""
     if len(text) <= limit:
         return text
     keep = max(limit // 2, 1)

@@ -143,9 +143,7 @@ def _record_again(data: Cassette) -> str:
 
 
 def _model_written(data: Cassette) -> frozenset[str]:
-    """Every path the model wrote in the cassette: its answers, and its earlier turns that
-    the requests resend (a path the machine wrote first is found in the system prompt or a
-    tool result, never only there)."""
+    """Every path the model wrote: its answers, and its earlier turns the requests resend."""
     texts = [i.response for i in data.interactions]
     texts += [t for i in data.interactions for t in assistant_texts(i.body)]
     return model_written(texts)

@@ -2,10 +2,9 @@
 spec it was recorded for, as the recording's own did.
 
 A recording scrubs the values of its spec's `env:` and `pass_env:` and of the project's
-`.env*` files (`replay.scrub.spec_secrets`); a cassette that holds one anyway (recorded
-before, or edited since) must fail the check. Those values are in no cassette, so the check
-loads the spec its metadata names (``spec: <file>::<name>``), from the cassette's folder or
-one above it (the default layout puts the spec three folders up).
+`.env*` files; a cassette that holds one anyway must fail the check. Those values are in no
+cassette, so the check loads the spec its metadata names, from the cassette's folder or one
+above it.
 """
 
 from __future__ import annotations
@@ -25,8 +24,7 @@ _LEVELS = 4
 
 class CheckScrubbers:
     """The Scrubbers of one `atom cassette check`: one per spec the cassettes were recorded
-    for, and one shared by the cassettes whose spec is not found, made as the check meets
-    them and kept for the rest of the check (a value one finds is found in the next too)."""
+    for, and one shared by those whose spec is not found, kept for the rest of the check."""
 
     def __init__(self) -> None:
         self._shared = Scrubber()
@@ -55,8 +53,7 @@ def _spec_file(path: Path, data: Cassette) -> tuple[Path | None, str]:
 
 
 def _knowing(spec: Spec) -> Scrubber:
-    """A Scrubber that also knows `spec`'s secrets (with the project's `pass_env:` of
-    ``.atom/config.yaml``, as its run has them) and its project's env files'."""
+    """A Scrubber that also knows `spec`'s secrets and its project's env files', as its run did."""
     from pytest_atom.settings.config import load_config
 
     try:
@@ -72,8 +69,7 @@ def _knowing(spec: Spec) -> Scrubber:
 
 
 def _spec(spec_file: Path, name: str) -> Spec | None:
-    """The spec `name` (an arm's full name too) of `spec_file`; None when it cannot be
-    loaded or has no such spec."""
+    """The spec `name` (an arm's too) of `spec_file`; None when it cannot be loaded."""
     try:
         specs = load_project_specs(spec_file)
     except Exception:  # noqa: BLE001 - a spec that does not load only costs its secrets
@@ -82,8 +78,7 @@ def _spec(spec_file: Path, name: str) -> Spec | None:
 
 
 def load_project_specs(file: Path) -> list[Spec]:
-    """The specs of one file, with the project's check kinds when plain loading refuses one
-    (SpecError when neither loads it)."""
+    """The specs of one file, with the project's check kinds when plain loading refuses one."""
     try:
         return load_specs(file)
     except SpecError:

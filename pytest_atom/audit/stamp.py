@@ -18,8 +18,7 @@ from pytest_atom.spec.types import Spec
 
 @dataclass(frozen=True)
 class Stamped:
-    """What stamping one spec's cassette did (`line` says it): `fits` is False when it has
-    no cassette, or one that does not fit."""
+    """What stamping one spec's cassette did: `fits` is False when none fits."""
 
     fits: bool
     line: str
@@ -27,8 +26,7 @@ class Stamped:
 
 def stamp_cassette(spec: Spec, harness: Harness) -> Stamped:
     """Stamp `spec`'s cassette where it is proven to fit; only its metadata changes, written
-    atomically. CassetteError: it is not a cassette; `HARNESS_ERRORS`: the replay could
-    not run."""
+    atomically. CassetteError: not a cassette; `HARNESS_ERRORS`: the replay could not run."""
     path = cassette_path(spec)
     if not path.exists():
         return Stamped(
@@ -56,8 +54,7 @@ def stamp_cassette(spec: Spec, harness: Harness) -> Stamped:
 
 
 def misfit(spec: Spec, data: Cassette, path: Path, harness: Harness) -> str | None:
-    """Why the cassette at `path` does not fit `spec` as it is now; None when it does: it
-    is not stale, it holds what the script answers now, and a whole replay serves it."""
+    """Why the cassette at `path` does not fit `spec` as it is now; None when it does."""
     why = "; ".join(staleness(spec, data)) or script_misfit(spec, data)
     if why is not None:
         return why

@@ -1,7 +1,6 @@
-"""The walk of `atom cassette check`: every cassette under the paths it is given (a folder's
-``cassettes/`` and calibration cassettes, a spec file's cassettes), each one's findings and
-notes, and the checks that run outside the sandbox, as `Finding`s in the order they are made.
-The walk never prints: the command renders each finding and the `Tally` at the end."""
+"""The walk of `atom cassette check`: every cassette under the paths it is given, each one's
+findings and notes, and the checks that run outside the sandbox, as `Finding`s in the order
+they are made. The walk never prints: the command renders them and the `Tally`."""
 
 from __future__ import annotations
 
@@ -66,8 +65,7 @@ _COUNTERS = {
 
 
 def audit_cassettes(files: Sequence[Path], tally: Tally) -> Iterator[Finding]:
-    """Each finding and note of each cassette under `files`, counted in `tally` as it is
-    yielded. A spec file among `files` that does not load raises its SpecError first."""
+    """Each finding and note under `files`, counted in `tally`; a broken spec file raises first."""
     scrubbers = CheckScrubbers()
     for path, is_candidate in _expand(_with_spec_cassettes(files)):
         if not is_candidate:
@@ -96,12 +94,8 @@ def audit_cassettes(files: Sequence[Path], tally: Tally) -> Iterator[Finding]:
 
 
 def _expand(paths: Sequence[Path]) -> Iterator[tuple[Path, bool]]:
-    """(path, is_cassette_candidate): files as given; for a directory, every `*.yaml` below
-    it that lies in a folder named `cassettes` or under one (the directory itself may be
-    one), and every calibration cassette (``calibration/<spec>/cassette.yaml``), so spec
-    files, scripts and labelled samples beside them are skipped; (directory, False) if
-    none is.
-    """
+    """(path, is_cassette_candidate): files as given; a directory's cassettes (`_taped`), or
+    (directory, False) if it has none."""
     seen: set[Path] = set()
     for path in paths:
         candidates = [path]
@@ -116,16 +110,14 @@ def _expand(paths: Sequence[Path]) -> Iterator[tuple[Path, bool]]:
 
 
 def _taped(path: Path) -> bool:
-    """Whether a `*.yaml` found in a folder is a cassette: a spec's (under ``cassettes/``)
-    or a calibration's (``calibration/<spec>/cassette.yaml``, its judge's sessions)."""
+    """Whether a `*.yaml` found in a folder is a cassette: a spec's or a calibration's."""
     if "cassettes" in path.absolute().parent.parts:
         return True
     return path.name == CALIBRATION_CASSETTE and path.parent.parent.name == CALIBRATION_FOLDER
 
 
 def _with_spec_cassettes(paths: Sequence[Path]) -> list[Path]:
-    """`paths` with each spec file replaced by its specs' cassettes (and its calibration
-    cassette, when it has one)."""
+    """`paths` with each spec file replaced by its specs' (and calibration's) cassettes."""
     out: list[Path] = []
     for path in paths:
         if path.is_file() and path.name.endswith(SPEC_SUFFIX):

@@ -1,9 +1,8 @@
-"""Baselines: a committed record of how every spec did, and a run compared with it.
+"""Baseline files: written from a run's results, read, and compared with a run.
 
-Every ``pytest --atom`` session writes its rows (`rows.SummaryRow`) to ``last-run.json`` in
-the runs folder (`write_results`); ``atom baseline save`` turns them into a baseline
-(`build_baseline`): per spec (its node id without the repeat suffix) the outcome, pass rate,
-mean score, turns, tool calls, tokens, cost and duration, sorted and without a timestamp, so
+Every ``pytest --atom`` session writes its rows to ``last-run.json`` in the runs folder
+(`write_results`); ``atom baseline save`` turns them into a baseline (`build_baseline`): per
+spec (its node id without the repeat suffix) its figures, sorted and without a timestamp, so
 saving an unchanged run changes nothing and a diff shows only what moved.
 
 ``--atom-baseline PATH`` compares a run with it (`compare`): a pass turned failure, a score
@@ -37,9 +36,7 @@ RESULTS_NAME = "last-run.json"
 
 
 def results_file(runs_dir: Path) -> Path:
-    """Where a session's results go and `atom baseline save` reads them: in the runs folder,
-    which `--atom-runs-dir` names and the output-path check found writable before any spec
-    ran (`pytest_atom.settings.output_paths`)."""
+    """Where a session's results go and `atom baseline save` reads them: in the runs folder."""
     return runs_dir / RESULTS_NAME
 
 
@@ -100,8 +97,7 @@ def read_results(path: Path) -> list[SummaryRow]:
     rows = []
     for r in data["results"]:
         props = r.get("properties") or {}
-        # The row's outcome, as the session finally saw it (pytest may fail a passed spec
-        # on a snapshot); the properties add why, when they say the same.
+        # The session's last word on the outcome (pytest may fail a passed spec on a snapshot).
         outcome = Outcome.from_properties(props)
         if outcome is None or outcome.label != r["outcome"]:
             outcome = Outcome.of_label(r["outcome"])
@@ -130,9 +126,8 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _entry(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
-    """One spec's figures over its runs (several with --atom-repeat): outcomes and means;
-    then each run's outcome and figures, so a later run's gate can test against them, and
-    whether they were all alike (a replay: then a difference is a fact, not noise)."""
+    """One spec's outcomes and means over its runs, then each run's figures (a later gate
+    tests against them) and whether they were all alike (then a difference is a fact)."""
     outcomes = sorted({outcome for outcome, _ in runs})
     scores = [float(p["atom_score"]) for _, p in runs if _number(p.get("atom_score"))]
     entry: dict[str, Any] = {
@@ -165,10 +160,8 @@ def entries(rows: Iterable[SummaryRow]) -> dict[str, dict[str, Any]]:
 def build_baseline(
     rows: Iterable[SummaryRow], keep: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The baseline document of a run: stable and diff-friendly (no dates, sorted keys).
-
-    `keep` holds an earlier baseline's entries: those of specs this run did not run stay,
-    so saving after a partial run (``--lf``, ``-k``) updates only the specs that ran."""
+    """The baseline document of a run: stable and diff-friendly (no dates, sorted keys). `keep`:
+    an earlier baseline's entries, whose specs this run did not run stay (``--lf``, ``-k``)."""
     specs = {**(keep or {}), **entries(rows)}
     return {"format": BASELINE_FORMAT, "specs": dict(sorted(specs.items()))}
 
@@ -314,8 +307,7 @@ def compare(
 
 
 def deterministic(entry: Mapping[str, Any]) -> bool:
-    """Whether an entry's runs were all alike; an old baseline's without per-repeat data
-    was, unless its outcomes were mixed."""
+    """Whether an entry's runs were all alike (an old baseline's: unless its outcomes mixed)."""
     return bool(entry.get("deterministic", entry.get("outcome") != "mixed"))
 
 
@@ -419,9 +411,8 @@ def _news(comparisons: list[Comparison]) -> list[str]:
 
 
 class BaselineGate:
-    """The `baseline` setting (``--atom-baseline``, ``atom run --baseline``): each run's
-    deltas as it ends (in a pytest session they must be properties by then to reach JUnit),
-    the whole run's verdict at its end."""
+    """The `baseline` setting: each run's deltas as it ends (in a pytest session they must be
+    properties by then to reach JUnit), the whole run's verdict at its end."""
 
     def __init__(self, path: Path, tolerance: Mapping[str, float | None] | None = None) -> None:
         self.path = path
@@ -433,8 +424,7 @@ class BaselineGate:
     def item_properties(
         self, nodeid: str, props: Mapping[str, Any], *, own: Mapping[str, float | None]
     ) -> list[tuple[str, Any]]:
-        """One run's comparison as properties (`props`: its `result_properties`, which
-        carry its outcome), plus the spec's own tolerances if any."""
+        """One run's comparison as properties, plus the spec's own tolerances if any."""
         key = spec_key(nodeid)
         extra = {"atom_baseline_tolerance": format_tolerance(own)} if own else {}
         row = SummaryRow.of(nodeid, {**props, **extra})
@@ -443,8 +433,7 @@ class BaselineGate:
         return list({**delta_properties(comparison), **extra}.items())
 
     def finish(self, rows: Iterable[SummaryRow]) -> bool:
-        """Compare the whole run; True when something regressed (the session fails):
-        never for INCONCLUSIVE."""
+        """Compare the whole run; True when something regressed (never for INCONCLUSIVE)."""
         self.comparisons, self.gate = gate_run(self.baseline, rows, self.tolerance)
         total = self.gate is not None and self.gate.answer == "REGRESSION"
         return total or any(c.status == "regression" for c in self.comparisons)
@@ -454,7 +443,7 @@ class BaselineGate:
         return [line for line, _ in self.flagged_lines()]
 
     def flagged_lines(self) -> list[tuple[str, bool]]:
-        """`lines`, each with whether it tells of a regression (a front end shows those red)."""
+        """`lines`, each with whether it tells of a regression."""
         fixed = [c for c in self.comparisons if c.status not in ("inconclusive", "sampled")]
         gated = {s.spec for s in self.gate.specs} if self.gate else set()
         fixed = [c for c in fixed if c.spec not in gated]
@@ -463,8 +452,7 @@ class BaselineGate:
         return regressions + rest + (self.gate.flagged_lines() if self.gate else [])
 
     def deltas(self) -> dict[str, dict[str, Any]]:
-        """Per spec key, the HTML report's baseline cell: the comparison's status, then
-        each metric that moved and by how much (after `finish`)."""
+        """Per spec key, the HTML report's baseline cell (after `finish`)."""
         return {
             c.spec: {
                 "baseline": c.status,

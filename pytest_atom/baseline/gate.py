@@ -124,8 +124,7 @@ class GateResult:
         return "PASS"
 
     def flagged_lines(self) -> list[tuple[str, bool]]:
-        """The summary's lines, each with whether it tells of a regression (a front end
-        shows those red): the gate's answer, then each spec's and the total's."""
+        """The gate's, each spec's and the total's lines, each with whether it is a regression."""
         n = len(self.specs)
         how = (
             f"Fisher's exact test per spec, Holm-adjusted over {n} specs, at alpha "

@@ -24,9 +24,8 @@ METRICS = (
     ("tokens", "atom_agent_tokens"),
     ("cost_usd", "atom_agent_cost_usd"),
 )
-#: What the arm lines compare: the spec's one figure, as the summary table, JUnit, the
-#: trace and HTML show it (every session's tokens, the dollars spent: 0 for a scripted or
-#: replayed run); baselines keep the agent's own (`METRICS`), which limits count.
+#: What the arm lines compare: the spec's one figure, as the summary table and HTML show it
+#: (every session's tokens); baselines keep the agent's own (`METRICS`), which limits count.
 ARM_METRICS = (
     ("score", "atom_score"),
     ("turns", "atom_turns"),
@@ -110,8 +109,7 @@ def _ks(runs: int) -> list[int]:
 
 
 def _repeat_figures_text(r: Runs) -> str:
-    """``7/10 passed, pass rate 0.70 [0.40, 0.89], pass@5 1.00, pass^5 0.08, ...``: a
-    summary line after the spec's name, a JUnit property's value."""
+    """``7/10 passed, pass rate 0.70 [0.40, 0.89], pass@5 1.00, pass^5 0.08, ...``."""
     parts = [f"{r.passed}/{r.runs} passed, pass rate {r.rate().show()}"]
     for k in _ks(r.runs):
         parts.append(
@@ -129,9 +127,7 @@ def _repeat_figures_text(r: Runs) -> str:
 def repeat_lines(
     rows: Iterable[Row], gate: float | None, pass_at_least: int | None = None
 ) -> list[str]:
-    """The summary's pass rates under --atom-repeat, each with its interval and the
-    threshold it is held to (a spec's own `pass_at_least:`, else the run's
-    `pass_at_least` and minimum rate `gate`: `results.thresholds`), met or not."""
+    """The summary's pass rates under --atom-repeat, with intervals and thresholds, met or not."""
     rows = list(rows)
     gates = RepeatGates(pass_at_least, gate)
     counted = {tally.spec: tally for tally in tallies(rows)}
@@ -157,8 +153,7 @@ def repeat_lines(
 
 @dataclass(frozen=True)
 class ArmFigures:
-    """One arm of one spec, and its difference from the reference arm (None for the
-    reference itself, or when the reference did not run)."""
+    """One arm of one spec, and its difference from the reference arm (None: the reference)."""
 
     spec: str
     arm: str
@@ -180,8 +175,7 @@ class ArmFigures:
 
 def arm_figures(rows: Iterable[Row]) -> list[ArmFigures]:
     """Each arm of each spec with arms (its reference arm first), with its difference from
-    its spec's reference arm: the pass rate's by Newcombe's interval, the means' by Welch's
-    (a difference alone when a side ran once or every run was alike)."""
+    the reference arm: the pass rate's by Newcombe's interval, the means' by Welch's."""
     armed = [row for row in rows if row.properties.get("atom_arm")]
     groups = groupruns_of(armed, None, ARM_METRICS)
     meta = {spec_key(row.nodeid): row.properties for row in armed}
@@ -192,8 +186,7 @@ def arm_figures(rows: Iterable[Row]) -> list[ArmFigures]:
         by_spec.setdefault(key.removesuffix(f"[{arm}]"), []).append(key)
     for spec, keys in by_spec.items():
         ref = next((k for k in keys if meta[k].get("atom_arm_reference")), None)
-        # The reference first, whatever order the rows came in (a shard's JUnit file, say):
-        # the same order in pytest's summary and in `atom results combine`.
+        # The reference first, whatever order the rows came in, so every front end agrees.
         for key in sorted(keys, key=lambda k: k != ref):
             runs, is_ref = groups[key], key == ref
             diffs = None if ref is None or is_ref else _differences(groups[ref], runs)
@@ -220,8 +213,7 @@ def _differences(ref: Runs, arm: Runs) -> dict[str, stats.Interval | float]:
 
 
 def suite_arm_differences(figures: Sequence[ArmFigures]) -> dict[str, stats.Interval]:
-    """Per arm name, the mean over specs of its change in pass rate from the reference:
-    paired by spec, with the paired bootstrap's interval (from two specs on)."""
+    """Per arm name, its mean change in pass rate from the reference over specs (paired by spec)."""
     changes: dict[str, list[float]] = {}
     for f in figures:
         if f.differences is not None:
@@ -299,9 +291,8 @@ def _vs_reference(f: ArmFigures) -> str | None:
 
 @dataclass(frozen=True)
 class CaseFigures:
-    """One spec's cases pooled (one arm's, with arms): every run of every case, and, for
-    an arm, its change from the reference arm paired by case (the mean over cases of each
-    case's change, with the paired bootstrap's interval from two cases on)."""
+    """One spec's (one arm's) runs pooled over its cases, and an arm's change from the
+    reference arm paired by case (with the paired bootstrap's interval from two cases on)."""
 
     spec: str  # ``file::name`` or ``file::name[arm]``
     cases: int
@@ -381,11 +372,9 @@ def case_lines(rows: Iterable[Row]) -> list[str]:
 
 @dataclass(frozen=True)
 class ConversationFigures:
-    """One conversation spec's (one arm's) turns to success: the user's messages of its
-    runs that passed with the user done, pooled over its cases and repeats; for an arm,
-    its change from the reference arm in mean turns to success, paired by case (the mean
-    over cases of each case's change, with the paired bootstrap's interval from two cases
-    on), as `CaseFigures` pairs pass rates."""
+    """One conversation spec's (one arm's) turns to success (the user's messages of its
+    runs that passed with the user done), pooled over cases and repeats; an arm's change
+    in mean turns is paired by case, as `CaseFigures` pairs pass rates."""
 
     spec: str  # ``file::name`` or ``file::name[arm]``
     runs: int
@@ -434,8 +423,7 @@ def conversation_figures(rows: Iterable[Row]) -> list[ConversationFigures]:
 def _paired_turns(
     reference: Mapping[str, Sequence[int]], arm: Mapping[str, Sequence[int]]
 ) -> stats.Interval | float | None:
-    """The arm's change in mean turns to success from the reference, case by case (the
-    cases where both succeeded), then averaged."""
+    """`_paired` for mean turns to success, over the cases where both succeeded."""
     return _mean_change(
         [
             statistics.fmean(arm[case]) - statistics.fmean(ref)
@@ -446,8 +434,7 @@ def _paired_turns(
 
 
 def conversation_lines(rows: Iterable[Row]) -> list[str]:
-    """The summary's conversations: ``x: 3/3 succeeded, median 3 turns (3: 3)``, and an
-    arm's change from the reference arm (`conversation_figures`)."""
+    """The summary's conversations, and an arm's change from the reference arm."""
     figures = conversation_figures(rows)
     if not figures:
         return []
@@ -466,9 +453,8 @@ def conversation_lines(rows: Iterable[Row]) -> list[str]:
 def repeat_figures(
     r: Runs, tally: Tally | None = None, gates: RepeatGates | None = None
 ) -> dict[str, Any]:
-    """One spec's repeats as plain data (the measured.json of --atom-report), with its
-    threshold: the passes it needs of how many runs (None: none applies) and whether it
-    met it (`results.thresholds`)."""
+    """One spec's repeats as plain data (measured.json), with its threshold: the passes it
+    needs of how many runs (None: none applies) and whether it met it."""
     gates = gates or RepeatGates()
     threshold = (
         None
@@ -499,8 +485,7 @@ def repeat_figures(
 
 
 def _repeated(rows: Sequence[Row], gates: RepeatGates) -> list[tuple[Runs, Tally]]:
-    """The specs whose repeats a report shows: those that ran more than once, or that a
-    count of passes holds (`repeats: 1` with `pass_at_least: 1` is still said)."""
+    """The specs whose repeats a report shows: those that ran more than once, or a count holds."""
     counted = {tally.spec: tally for tally in tallies(rows)}
     return [
         (r, counted[r.key])
@@ -510,8 +495,7 @@ def _repeated(rows: Sequence[Row], gates: RepeatGates) -> list[tuple[Runs, Tally
 
 
 def measured(rows: Sequence[Row], gates: RepeatGates | None = None) -> dict[str, Any]:
-    """Everything this module measures, as plain data: repeats (each with its threshold,
-    under the run's `gates`), arms, arms over specs, cases, conversations, triggers."""
+    """Everything this module measures, as plain data (`gates`: the run's thresholds)."""
     gates = gates or RepeatGates()
     figures = arm_figures(rows)
     return {
@@ -529,8 +513,7 @@ def measured(rows: Sequence[Row], gates: RepeatGates | None = None) -> dict[str,
 def junit_properties(
     rows: Sequence[Row], gates: RepeatGates | None = None
 ) -> list[tuple[str, str]]:
-    """The summary's repeat and arm lines as JUnit test-suite properties, one a spec; a
-    spec's repeats with its threshold, as the summary says it."""
+    """The summary's repeat and arm lines as JUnit test-suite properties, one a spec."""
     gates = gates or RepeatGates()
     props = []
     for r, tally in _repeated(rows, gates):
@@ -559,8 +542,7 @@ def junit_properties(
 
 
 def measured_lines(rows: Sequence[Row], gates: RepeatGates | None = None) -> list[str]:
-    """The repeat lines (when a spec ran more than once, or a count holds it) and the arm
-    lines, for a report; `gates`: the run's own thresholds."""
+    """The repeat and arm lines for a report; `gates`: the run's own thresholds."""
     gates = gates or RepeatGates()
     shown = bool(_repeated(rows, gates))
     lines = repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least) if shown else []

@@ -13,13 +13,10 @@ error bars to evals"; Chen et al. 2021 for pass@k):
   (stratified by spec); several tests at once are Holm-adjusted;
 - means (score, turns, tokens) get Student's t interval, differences Welch's;
 - a suite-wide change gets a paired bootstrap over specs with a fixed seed, so the same
-  results give the same interval (`bootstrap`, which a judge's agreement with the humans,
-  `pytest_atom.calibration.agreement`, uses for κ too).
+  results give the same interval (`bootstrap`, which the judge's calibration uses too).
 
-All of it is the standard library, so repeats, thresholds, intervals and gates work in
-any install: the t quantiles invert Student's distribution (its regularized incomplete
-beta function, by continued fraction), Fisher's test is exact integer sums, and its exact
-power sums the binomial chances over each table's rejection region.
+All of it is the standard library, so repeats, thresholds, intervals and gates work in any
+install (no scipy).
 """
 
 from __future__ import annotations
@@ -50,8 +47,7 @@ class Interval:
     confidence: float = CONFIDENCE
 
     def show(self, digits: int = 2, *, signed: bool = False) -> str:
-        """``0.80 [0.49, 0.94]``: the estimate, then the interval; `signed` (a change):
-        ``+0.10 [-0.05, +0.25]``."""
+        """``0.80 [0.49, 0.94]``; `signed` (a change): ``+0.10 [-0.05, +0.25]``."""
         f = f"{'+' if signed else ''}.{digits}f"
         return f"{self.estimate:{f}} [{self.low:{f}}, {self.high:{f}}]"
 
@@ -94,9 +90,8 @@ def wilson(passed: int, runs: int, confidence: float = CONFIDENCE) -> Interval:
 
 
 def t_quantile(probability: float, df: float) -> float:
-    """Student's t quantile: the t below which `probability` of the distribution with `df`
-    degrees of freedom (any real > 0, as Welch's are) lies. Bisection on the distribution
-    function to a relative 1e-12, well past the figures' two to four digits."""
+    """Student's t quantile for `df` degrees of freedom (any real > 0, as Welch's are), by
+    bisection on the distribution function to a relative 1e-12."""
     if not 0 < probability < 1 or df <= 0:
         raise ValueError(f"need 0 < probability < 1 and df > 0, got {probability}, {df}")
     if probability < 0.5:
@@ -196,8 +191,7 @@ def welch(
 def newcombe(
     before: tuple[int, int], after: tuple[int, int], confidence: float = CONFIDENCE
 ) -> Interval:
-    """Newcombe's hybrid score interval (his method 10) of the change in pass rate,
-    ``after - before``, each given as (passed, runs)."""
+    """Newcombe's hybrid score interval (method 10) of ``after - before``, each (passed, runs)."""
     (c1, n1), (c2, n2) = before, after
     w1, w2 = wilson(c1, n1, confidence), wilson(c2, n2, confidence)
     p1, p2 = c1 / n1, c2 / n2
@@ -210,8 +204,7 @@ def newcombe(
 def fisher_drop(before: tuple[int, int], after: tuple[int, int]) -> float:
     """One-sided p-value of Fisher's exact test that the pass rate dropped from `before`
     to `after` (each (passed, runs)): P(X >= passed before), X hypergeometric over the 2x2
-    table's margins, as scipy's ``fisher_exact(alternative="greater")`` gives it. Exact
-    integer sums, no scipy: `atom history`'s trends and `atom diff` use it too."""
+    table's margins, as scipy's ``fisher_exact(alternative="greater")`` gives it."""
     (c1, n1), (c2, n2) = before, after
     total, passes = n1 + n2, c1 + c2
     tail = sum(
@@ -256,10 +249,9 @@ def bootstrap(
     seed: int = BOOTSTRAP_SEED,
     resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> tuple[float, float]:
-    """The percentile bootstrap interval of `statistic` over `samples`: `resamples`
-    resamples with replacement drawn from a fixed `seed` (the same samples always give the
-    same interval, so stored figures do not move), those whose statistic is undefined (NaN)
-    left out, the bounds linearly interpolated (numpy's default quantile)."""
+    """The percentile bootstrap interval of `statistic` over `samples`, resampled from a
+    fixed `seed` (stored figures do not move), NaN statistics left out, the bounds linearly
+    interpolated (numpy's default quantile)."""
     draw = random.Random(seed)
     n = len(samples)
     values = sorted(
@@ -288,8 +280,7 @@ def bootstrap_mean(
     seed: int = BOOTSTRAP_SEED,
     resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> Interval | None:
-    """Percentile bootstrap interval of a mean (per-spec changes: a paired bootstrap over
-    specs); None under two values."""
+    """Percentile bootstrap interval of a mean (a paired bootstrap over specs); None under two."""
     if len(values) < 2:
         return None
     low, high = bootstrap(values, statistics.fmean, confidence, seed=seed, resamples=resamples)
@@ -297,14 +288,9 @@ def bootstrap_mean(
 
 
 def fisher_power(runs: int, p: float, q: float, alpha: float = 0.05) -> float:
-    """The exact chance that `runs` repeats on each side let Fisher's one-sided test
-    (at `alpha`) see a drop from pass rate `p` to `q`.
-
-    Given `total` passes in all, the passes before are hypergeometric; the test rejects
-    where their upper tail P(X >= passes before) is at most `alpha`. So for each total the
-    rejection region is the top of the table, found by summing the tail down from the top,
-    and the power is the binomial chance of those tables: a few cells a total, not the
-    whole (runs + 1) x (2 runs + 1) table."""
+    """The exact chance that `runs` repeats a side let Fisher's one-sided test (at `alpha`) see a
+    drop from pass rate `p` to `q`: the binomial chance of the tables in its rejection region,
+    summed down from the top of each total's table."""
     factorial = [math.lgamma(n + 1) for n in range(2 * runs + 1)]  # log n!
 
     def choose(n: int, k: int) -> float:
@@ -326,8 +312,7 @@ def fisher_power(runs: int, p: float, q: float, alpha: float = 0.05) -> float:
 
 
 def _log_binomial(log_choose: float, n: int, k: int, p: float) -> float:
-    """log P(k passes of n) at pass rate p, given log C(n, k); -inf where that chance is 0
-    (p at 0 or 1)."""
+    """log P(k passes of n) at pass rate p, given log C(n, k); -inf where that chance is 0."""
     if (p == 0 and k > 0) or (p == 1 and k < n):
         return -math.inf
     passes = k * math.log(p) if k else 0.0
@@ -344,9 +329,8 @@ def repeats_needed(
     p: float, q: float, alpha: float = 0.05, power: float = 0.8, *, limit: int = EXACT_LIMIT
 ) -> int | None:
     """The repeats a side at which Fisher's one-sided test (at `alpha`) sees a drop from
-    pass rate `p` to `q` with at least `power`, by its exact power (a bisection: the
-    exact power saw-tooths a little as repeats grow); past `limit` repeats, the normal
-    approximation's answer. None when `q` is no drop."""
+    pass rate `p` to `q` with at least `power`, by its exact power; past `limit` repeats,
+    the normal approximation's answer. None when `q` is no drop."""
     if not 0 <= q < p <= 1:
         return None
     approximate = _normal_repeats(p, q, alpha, power)
@@ -381,10 +365,8 @@ def _normal_repeats(p: float, q: float, alpha: float, power: float) -> float:
 def suite_repeats_needed(
     p: float, q: float, specs: int, alpha: float = 0.05, power: float = 0.8
 ) -> int | None:
-    """Repeats a spec when each of `specs` specs drops from `p` to `q` and the suite's
-    Cochran-Mantel-Haenszel test decides (at `alpha` / 2, as the baseline gate tests the
-    total of two specs or more): the fewest repeats whose power, by the normal
-    approximation of the continuity-corrected statistic, reaches `power`."""
+    """Repeats a spec for the suite's CMH test (at `alpha` / 2, as the gate tests the total) to see
+    each of `specs` specs drop from `p` to `q` with `power`, by the normal approximation."""
     if not 0 <= q < p <= 1 or specs < 1:
         return None
     if specs == 1:
@@ -393,8 +375,7 @@ def suite_repeats_needed(
 
 
 def cmh_power(runs: int, specs: int, p: float, q: float, alpha: float) -> float:
-    """The approximate chance that the one-sided CMH test at `alpha` sees every one of
-    `specs` specs drop from `p` to `q`, with `runs` repeats a side each."""
+    """The approximate power of the one-sided CMH test: every spec drops from `p` to `q`."""
     if runs < 1:
         return 0.0
     total = 2 * runs

@@ -1,13 +1,11 @@
-"""What a trigger suite (`triggers:`) measures: per component (each trigger spec, each arm of
-it), precision and recall with Wilson intervals over every trial, the prompts that misfired,
-an arm's change from the reference paired by prompt, and the gate on `min_precision` and
-`min_recall` (docs/how-to/triggers.md).
+"""What a trigger suite (`triggers:`) measures: per component (each trigger spec, each arm),
+precision and recall with Wilson intervals over every trial, the prompts that misfired, and
+the gate on `min_precision` and `min_recall` (docs/how-to/triggers.md).
 
 Each prompt's run carries what it saw as properties (`trigger_properties`), so the figures
-are read from the session's rows, as pass rates are: pytest's summary, `atom run`, JUnit,
-``measured.json``, the HTML report, `atom results combine` and the exit status all count the
-same trials. A trial is a run whose trigger check ran: a run served by the outcome cache
-(its properties carry ``atom_cached``) or one that broke before its checks is no trial.
+are read from the session's rows and every report counts the same trials. A trial is a run
+whose trigger check ran: a run served by the outcome cache or one that broke before its
+checks is no trial.
 """
 
 from __future__ import annotations
@@ -95,9 +93,8 @@ def precision_recall(prompts: Sequence[Prompt]) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class Paired:
-    """An arm's change from the reference arm in precision and recall, over the prompts
-    both ran: the change on all of them, and the paired bootstrap's interval (prompts
-    resampled with their two arms' trials together)."""
+    """An arm's change from the reference arm in precision and recall over the prompts both
+    ran, with the paired bootstrap's interval (prompts resampled with both arms' trials)."""
 
     prompts: int
     precision: stats.Interval | float | None
@@ -237,8 +234,7 @@ def _number(value: Any) -> float | None:
 
 
 def components(rows: Iterable[SummaryRow]) -> list[Component]:
-    """Each trigger spec's (each arm's) figures, in the rows' order; an arm's change from its
-    spec's reference arm, paired by prompt."""
+    """Each trigger spec's (each arm's) figures, in the rows' order, arms paired by prompt."""
     grouped: dict[str, list[SummaryRow]] = {}
     for row in rows:
         if row.properties.get("atom_trigger"):
@@ -284,9 +280,7 @@ def _component(key: str, runs: Sequence[SummaryRow]) -> Component:
 
 
 def paired(reference: Sequence[Prompt], arm: Sequence[Prompt]) -> Paired | None:
-    """`arm`'s change in precision and recall from `reference`, over the prompts both ran:
-    the change over all of them, with the paired bootstrap's interval from two prompts on
-    (a resample whose figure is undefined on either side is left out)."""
+    """`arm`'s change from `reference` over the prompts both ran (bootstrap from two prompts on)."""
     theirs = {p.id: p for p in arm}
     pairs = [(p, theirs[p.id]) for p in reference if p.id in theirs]
     if not pairs:
@@ -312,8 +306,7 @@ def paired(reference: Sequence[Prompt], arm: Sequence[Prompt]) -> Paired | None:
 
 
 def trigger_lines(rows: Iterable[SummaryRow]) -> list[str]:
-    """The summary's trigger suites: each component's figures, its misfired prompts, and an
-    arm's change from the reference arm."""
+    """The summary's trigger suites: figures, misfired prompts, an arm's change."""
     found = components(rows)
     if not found:
         return []
@@ -330,8 +323,7 @@ def trigger_lines(rows: Iterable[SummaryRow]) -> list[str]:
 
 
 def junit_properties(rows: Iterable[SummaryRow]) -> list[tuple[str, str]]:
-    """The trigger lines as JUnit test-suite properties: ``atom_triggers <component>`` and
-    ``atom_triggers_misfired <component>`` (the prompts, `` | ``-separated)."""
+    """The trigger lines as JUnit test-suite properties (``atom_triggers <component>``, ...)."""
     props = []
     for c in components(rows):
         text = c.figures_text()

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING
 
 from pytest_atom.lazy import exports
 
-#: Each public name and the module that defines it: one here, or (a criterion's stored
-#: calibration, which a run's gate reads) the judge's.
+#: Each public name and the module that defines it (here, or the judge's).
 _EXPORTS = {
     "Agreement": "agreement",
     "CriterionCalibration": "pytest_atom.judge.calibration",

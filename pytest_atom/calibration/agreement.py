@@ -71,8 +71,7 @@ def kappa(pairs: Sequence[Pair]) -> float:
 
 
 def kappa_interval(pairs: Sequence[Pair], level: float = 0.95) -> tuple[float, float]:
-    """The percentile bootstrap interval of κ; resamples whose κ is undefined (every verdict
-    alike) are left out. (NaN, NaN) when κ itself is undefined."""
+    """κ's percentile bootstrap interval, undefined resamples left out; NaNs when κ is undefined."""
     if math.isnan(kappa(pairs)):
         return math.nan, math.nan
     return bootstrap(pairs, kappa, level, seed=SEED, resamples=BOOTSTRAP)

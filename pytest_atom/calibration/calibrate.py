@@ -1,9 +1,8 @@
 """From verdicts to figures: each criterion's calibration, staleness, and the arms compared.
 
-`calibrate_spec` is `atom calibrate` for one spec: its samples judged (`judging`), each
-criterion's agreement with the humans measured (`agreement`), and the result stored in
-calibration.json (`record`) with the judge's identity. `compare_arms` pairs every arm with
-the spec's own judge on the same samples. Results stay typed; `report` renders them.
+`calibrate_spec` is `atom calibrate` for one spec: its samples judged, each criterion's
+agreement with the humans measured, and the result stored in calibration.json with the
+judge's identity. Results stay typed; `report` renders them.
 """
 
 from __future__ import annotations
@@ -85,8 +84,7 @@ class SpecCalibration:
 def measure(
     spec: Spec, judged: Sequence[Judged], identity: Mapping[str, JudgeIdentity]
 ) -> dict[str, CriterionCalibration]:
-    """Each labelled criterion's calibration from one judge's verdicts, keyed by its words
-    as the spec writes them (a templated criterion pools every case's samples)."""
+    """Each labelled criterion's calibration from one judge's verdicts, by the spec's words."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     found: dict[str, CriterionCalibration] = {}
     for number, text in enumerate(spec.criteria_keys, 1):
@@ -105,9 +103,7 @@ def measure(
 
 
 def _rows(judged: Sequence[Judged], number: int) -> list[tuple[bool, bool, Disagreement | None]]:
-    """(human, judge, the disagreement if any) for each sample that labels criterion
-    `number`, matched by the words its case rendered. A sample the judge gave no verdict
-    on is not a judgement: it is left out (`no_verdict` names it)."""
+    """(human, judge, disagreement) per sample labelling criterion `number`, with a verdict."""
     rows = []
     for item in judged:
         label = item.sample.label_for(number, item.criteria[number - 1])
@@ -131,8 +127,7 @@ def _said(item: Judged, number: int) -> CriterionVerdict | None:
 
 
 def no_verdict(spec: Spec, judged: Sequence[Judged]) -> dict[str, list[str]]:
-    """The labelled samples the judge gave no verdict on, even when asked again, by
-    criterion: a judge error, counted neither as its pass nor as its fail."""
+    """The labelled samples the judge gave no verdict on, even asked again: counted neither way."""
     found: dict[str, list[str]] = {}
     for number, text in enumerate(spec.criteria_keys, 1):
         names = [
@@ -153,8 +148,7 @@ def identities(spec: Spec, claude_version: str, prompts: PromptLoader) -> dict[s
 
 
 def staleness(spec: Spec, claude_version: str, config: AtomConfig | None) -> dict[str, str]:
-    """Why each criterion's stored calibration does not hold for today's judge: missing,
-    or the fields that changed (`record.stale_because`)."""
+    """Why each criterion's stored calibration does not hold for today's judge."""
     stored = load_calibration(spec)
     today = identities(spec, claude_version, _prompts(spec, config))
     found = {}
@@ -179,8 +173,7 @@ def calibrate_spec(
     arms: bool = False,
     cases: Mapping[str, Spec] | None = None,
 ) -> SpecCalibration:
-    """Judge `spec`'s samples (and its arms'), each on its own case's criteria (`cases`:
-    every case of `spec` by id), measure, and store calibration.json."""
+    """Judge `spec`'s samples (and its arms'), measure, and store calibration.json."""
     samples = load_samples(spec)
     variants = [Variant(), *(load_arms(spec) if arms else ())]
     done = judge_samples(

@@ -1,12 +1,10 @@
 """The reflector on every labelled sample, recorded and replayed as a run's sessions are.
 
-One calibration of a spec is one "run" of its judge: one model source behind one gateway
-(the one `atom run` opens), every sample judged in a folder of its own, then the cassette
-written or left as it was; so the record mode, ``--upstream`` and ``ANTHROPIC_BASE_URL``
-mean what they mean to `atom run`. The cassette is ``calibration/<spec>/cassette.yaml``,
-apart from the spec's own; without one, the calibration folder's ``script.yaml`` answers,
-else the spec's `script:` (its `reflector:` turns, in the order judged: variants in
-order, samples by file name).
+One calibration of a spec is one "run" of its judge: one model source behind the gateway
+`atom run` opens, so the record mode and ``--upstream`` mean what they mean there. The
+cassette is ``calibration/<spec>/cassette.yaml``; without one, the calibration folder's
+``script.yaml`` answers, else the spec's `reflector:` turns (variants in order, samples by
+file name).
 """
 
 from __future__ import annotations
@@ -54,8 +52,7 @@ SCRIPT = "script.yaml"
 
 @dataclass(frozen=True)
 class Judged:
-    """One sample's verdict from one judge variant, and the criteria's words it was judged
-    on (its case's, rendered: what the human's labels are matched to)."""
+    """One sample's verdict from one variant, and the case's rendered criteria it was judged on."""
 
     sample: Sample
     verdict: Verdict
@@ -64,8 +61,7 @@ class Judged:
 
 @dataclass
 class Calibrated:
-    """What judging a spec's samples gave: each variant's verdicts, the cassette written
-    (None: replayed, or left as it was), and the Claude Code that judges today."""
+    """Each variant's verdicts, the cassette written (None: none), and today's Claude Code."""
 
     verdicts: dict[str, list[Judged]]
     claude_version: str
@@ -75,8 +71,7 @@ class Calibrated:
 
 
 def calibration_spec(spec: Spec) -> Spec:
-    """`spec` as its calibration runs it: its calibration cassette, and the calibration
-    folder's script when there is one."""
+    """`spec` with its calibration cassette, and the calibration folder's script if any."""
     folder = calibration_dir(spec)
     script = folder / SCRIPT
     return replace(
@@ -93,9 +88,8 @@ def calibrate_command(spec: Spec, mode: str) -> str:
 
 
 def case_of(sample: Sample, spec: Spec, cases: Mapping[str, Spec]) -> Spec:
-    """The spec as `sample`'s case renders it (`cases`: every case of `spec` by id; empty
-    when it has none), so the judge sees the criteria the run's judge saw; a
-    CalibrationError names the sample and the fix when its case is unknown or missing."""
+    """The spec as `sample`'s case renders it, so the judge sees the criteria the run's judge
+    saw; CalibrationError names the sample and the fix when its case is unknown or missing."""
     if sample.case is None:
         if cases:
             raise CalibrationError(
@@ -124,8 +118,7 @@ def judge_samples(
     claude_bin: Path,
     cases: Mapping[str, Spec] | None = None,
 ) -> Calibrated:
-    """Every variant's verdict on every sample, through one gateway and one cassette; each
-    sample judged on its own case's criteria (`cases`: every case of `spec` by id)."""
+    """Every variant's verdict on every sample, through one gateway and one cassette."""
     calibrating = calibration_spec(spec)
     own = {s.path: calibration_spec(case_of(s, spec, cases or {})) for s in samples}
     live = claude_version(claude_bin)
@@ -161,8 +154,6 @@ def judge_samples(
 
 @dataclass
 class _Judge:
-    """One variant of the judge, judging sample after sample."""
-
     spec: Spec
     variant: Variant
     run_dir: Path

@@ -1,12 +1,10 @@
 """Labelled samples: one attempt as the reflector sees it, and a human's verdict per criterion.
 
 A sample is a small YAML file in ``calibration/<spec>/samples/`` beside the spec file,
-committed and reviewed like the spec: the workspace's change (a diff, and the changed
-files' text the reflector may read), the agent's final message and transcript, the check
-results, and the labels (``criterion: 2, verdict: fail, note: …``). `atom label` writes
-them from runs; a person may write one by hand: the format is `sample_schema.json`
-(docs/reference/calibration-samples.md). Every string is scrubbed before it is written
-(`replay.scrub.Scrubber`), as every file pytest-atom writes.
+committed and reviewed like the spec: the attempt as the reflector saw it, and the labels.
+`atom label` writes them from runs; a person may write one by hand: the format is
+`sample_schema.json` (docs/reference/calibration-samples.md). Every string is scrubbed
+before it is written.
 """
 
 from __future__ import annotations
@@ -90,9 +88,8 @@ class Sample:
         return self.path.name
 
     def label_for(self, number: int, text: str) -> Label | None:
-        """The human's verdict on criterion `number` (1-based) whose words are `text`: the
-        label given to those words, else the one given to that number (the words were
-        changed since: the person judged what the criterion means)."""
+        """The human's verdict on criterion `number` whose words are `text`: the label of those
+        words, else of that number (reworded since: the person judged what it means)."""
         by_text = next((label for label in self.labels if label.text == text), None)
         if by_text is not None:
             return by_text

@@ -1,12 +1,10 @@
 """Taking a sample from a run: `atom label RUN SPEC --pass|--fail`.
 
-RUN is a run folder (``.atom/runs/<spec>-<stamp>-<id>``) or a run of the history store
-(its id, or a unique prefix: `atom history` lists them; the command looks it up and gives
-`RunFound`). Either way the attempt is the run folder's last one: its change against the spec's workspace (`diffs.workspace_diff`, as the
-reflector is shown it), the agent's final message and turns from its Claude Code
-transcript, and the check results the run recorded in the store. A run folder the store
-does not know has its checks run again on the attempt, in the agent's confinement as a
-run does, except those that read the agent's run (its tool calls), which say so.
+RUN is a run folder or a history store run's id (or a unique prefix). The attempt is the
+run folder's last one: its change against the spec's workspace, as the reflector is shown
+it, the agent's final message and turns from its Claude Code transcript, and the check
+results the run recorded in the store. A run folder the store does not know has its checks
+run again in the agent's confinement, except those that read the agent's run, which say so.
 """
 
 from __future__ import annotations
@@ -52,9 +50,7 @@ TURN_LIMIT = 2_000
 
 @dataclass(frozen=True)
 class RunFound:
-    """Where a sample is taken from: the run folder and, when the history store holds the
-    run, its id and its check results as the run recorded them (the command looks them up:
-    the store is a layer above)."""
+    """A run folder, and when the store holds the run, its id and recorded check results."""
 
     folder: Path
     run_id: str | None = None
@@ -70,15 +66,13 @@ def last_attempt(folder: Path) -> Path:
 
 
 def take_sample(spec: Spec, found: RunFound, registry: CheckRegistry | None = None) -> Sample:
-    """The attempt of `found` as the reflector would see it, unlabelled, at its path in
-    the spec's samples folder (an earlier sample of the same run is read back instead)."""
+    """The attempt of `found` as the reflector would see it, unlabelled (or read back if taken)."""
     path = samples_dir(spec) / f"{found.folder.name}.yaml"
     if path.is_file():
         return read_sample(path)
     attempt = last_attempt(found.folder)
     installed = configuration.installed_paths(spec.claude)
-    # Every text is scrubbed before it is clipped: a clip through a secret would leave a
-    # part of it that `write_sample`'s scrubber, which knows it whole, lets through.
+    # Scrubbed before clipped: a clip through a secret leaves a part the scrubber misses.
     scrub = Scrubber().scrub
     turns = _transcript(spec, found.folder, attempt, scrub)
     seen = AttemptSeen(
@@ -149,10 +143,9 @@ def checks_again(
     missing: str,
     registry: CheckRegistry | None = None,
 ) -> list[CheckResult]:
-    """`spec`'s checks on a stored `attempt`, in order: a check of the files runs again, in
-    the agent's confinement (`run_folder`'s) as in a run; one that reads the agent's run has
-    no run to read (its calls are not kept): its `stored` result by its label stands, else
-    it fails saying `missing`."""
+    """`spec`'s checks on a stored `attempt`, in order: a check of the files runs again in
+    the agent's confinement; one that reads the agent's run (not kept) keeps its `stored`
+    result by its label, else fails saying `missing`."""
     registry = registry or default_registry()
     files = [c for c in spec.accept if not registry.reads_run(c.kind)]
     sandbox = None

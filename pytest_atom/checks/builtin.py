@@ -5,10 +5,8 @@ besides pass/fail it carries a one-line summary and the raw evidence (file excer
 output, schema errors). A check that cannot be evaluated fails with the reason as evidence
 instead of raising, so one broken check never hides the results of the others.
 
-The installed kinds (`pytest_atom.checks.kinds.KINDS`: pytest-atom's own and those other
-distributions declare in the ``pytest_atom.check_kinds`` entry-point group) are registered
-by `register_checks`, the package's own ``pytest_atom_register_checks``: the same call a
-plugin makes, with the same registry.
+The installed kinds (`pytest_atom.checks.kinds.KINDS`) are registered by `register_checks`,
+the package's own ``pytest_atom_register_checks``: the same call a plugin makes.
 """
 
 from __future__ import annotations
@@ -50,9 +48,8 @@ def run_checks(
     records: Sequence[IterationRecord] | None = None,
     sandbox: ProcessSandbox | None = None,
 ) -> list[CheckResult]:
-    """Every check's result, in order; `records` (the attempt's iterations) are what
-    trajectory checks read, folded once for all of them. `sandbox`: where the commands of
-    checks run (a spec run's: the agent's confinement); None runs them as they come."""
+    """Every check's result, in order; `records` (the attempt's iterations) are folded once
+    for all trajectory checks. `sandbox`: where the checks' commands run (None: unconfined)."""
     registry = registry or default_registry()
     checks = list(checks)
     trajectory = None
@@ -63,9 +60,8 @@ def run_checks(
 
 
 def needs_sandbox(checks: Iterable[Check], registry: CheckRegistry | None = None) -> bool:
-    """Whether any of `checks` may execute the workspace's code, by its kind: a
-    ``command`` check not marked ``unsandboxed``, or a plugin's kind (which may call
-    `run_shell`)."""
+    """Whether any of `checks` may execute the workspace's code: a ``command`` check not
+    marked ``unsandboxed``, or a plugin's kind (which may call `run_shell`)."""
     registry = registry or default_registry()
     for check in checks:
         kind = registry.get(check.kind)
@@ -75,8 +71,6 @@ def needs_sandbox(checks: Iterable[Check], registry: CheckRegistry | None = None
 
 
 def unsandboxed_checks(spec: Spec) -> list[Check]:
-    """The spec's checks that run outside the agent's sandbox (a built-in kind's, marked
-    ``unsandboxed: true``), its steps' included, in order: what `atom validate` and
-    `atom cassette check` name."""
+    """The spec's checks (its steps' included) marked ``unsandboxed: true``, in order."""
     checks = [*spec.accept, *(c for step in spec.steps for c in step.accept)]
     return [c for c in checks if c.kind in KINDS and c.params.get("unsandboxed")]

@@ -1,9 +1,8 @@
 """What a workspace check shows as evidence: a file's head, a command's tail, a listing of
 what is there instead; and reading the workspace safely (no link leads out, no FIFO blocks).
 
-A head or a tail is cut from the text as scrubbed (`pytest_atom.replay.scrub`): a secret
-the cut went through would otherwise reach every report with all but a few of its
-characters, past a scrubber that knows it only whole.
+A head or a tail is cut from the text as scrubbed: a secret the cut went through would
+otherwise reach every report past a scrubber that knows it only whole.
 """
 
 from __future__ import annotations
@@ -33,8 +32,7 @@ def resolve(workspace: Path, rel: str) -> Path:
 
 
 def read_text(path: Path) -> str:
-    """A regular file's text; a device, FIFO or socket is never opened (a FIFO would block
-    the check, a character device never end)."""
+    """A regular file's text; a device, FIFO or socket is never opened (it could block forever)."""
     data = read_regular(path)
     if data is None:
         raise CheckError(f"cannot read {path}: not a readable regular file")

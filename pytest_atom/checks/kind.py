@@ -1,8 +1,5 @@
-"""What a check kind is: the `CheckKind` protocol every kind module implements (each face
-used by another part: ``schema`` by `pytest_atom.checks.schema`, ``build`` by the spec
-loader, ``describe`` by reports, the reflector and ``atom validate``, ``run`` by the
-registry), the defaults kinds share, the `Entry` a kind builds from and the `Scene` it
-runs on."""
+"""What a check kind is: the `CheckKind` protocol every kind module implements, the defaults
+kinds share, the `Entry` a kind builds from and the `Scene` it runs on."""
 
 from __future__ import annotations
 
@@ -40,8 +37,7 @@ class Scene:
 
 @dataclass(frozen=True)
 class Entry:
-    """One ``accept:`` entry's value in its spec file: where it sits, so a kind's `build`
-    raises its errors at the right line, with the loader's own wording."""
+    """One ``accept:`` entry's value and where it sits, so `build` raises errors at its line."""
 
     doc: Document
     at: Loc  # the place of the value, e.g. ("accept", 0, "file_contains")
@@ -76,8 +72,7 @@ class CheckKind(Protocol):
 
     @property
     def schema(self) -> Mapping[str, Any]:
-        """The JSON schema of the entry's value (refs may name the spec schema's shared
-        ``$defs``: workspacePath, toolName, toolInput)."""
+        """The JSON schema of the entry's value (refs may name the spec schema's ``$defs``)."""
 
     @property
     def reads_run(self) -> bool:
@@ -89,9 +84,8 @@ class CheckKind(Protocol):
         loader refuses it under ``bare: true``, whose CLI offers only Bash, Edit and Read."""
 
     def build(self, entry: Entry, value: Any) -> Mapping[str, Any]:
-        """The check's parameters from its schema-valid value, with what a schema cannot say
-        checked here (a path stays inside the workspace, a regex compiles); raises
-        SpecError at its line."""
+        """The check's parameters from its schema-valid value, checking what a schema cannot
+        (a path stays inside the workspace, a regex compiles); raises SpecError at its line."""
 
     def describe(self, params: Mapping[str, Any]) -> str:
         """``file_contains a.txt /x/``: a short label a person finds in their spec."""
@@ -117,9 +111,7 @@ class BuiltinKind:
 
 
 class WorkspacePathKind(BuiltinKind):
-    """What a kind whose value is one workspace path shares (``file_exists``,
-    ``file_absent``): its schema, parameters and label. A kind module subclasses it and
-    adds its `name` and `run`."""
+    """What a kind whose value is one workspace path shares; a subclass adds `name` and `run`."""
 
     schema: Mapping[str, Any] = {"$ref": "#/$defs/workspacePath"}
 

@@ -86,8 +86,7 @@ def _key(field: dataclasses.Field[Any]) -> str:
 
 
 def object_schema(cls: type, description: str | None = None) -> dict[str, Any]:
-    """The JSON schema of the object form: a property per field, those without a default
-    required, no other key allowed."""
+    """The JSON schema of the object form: fields without a default required, no other key."""
     hints = typing.get_type_hints(cls)
     fields = dataclasses.fields(cls)
     schema: dict[str, Any] = {
@@ -110,8 +109,7 @@ def from_value(cls: type[T], value: Mapping[str, Any]) -> T:
 
 
 def to_params(declared: Any) -> dict[str, Any]:
-    """The parameters a `Check` carries: each field under its spec key, those marked
-    ``omit`` last and left out while at their default."""
+    """Each field under its spec key, those marked ``omit`` last and only when not the default."""
     fields = dataclasses.fields(declared)
     out = {_key(f): getattr(declared, f.name) for f in fields if not f.metadata["omit"]}
     for f in fields:  # after the others, as they were stored before they were declared

@@ -2,8 +2,8 @@
 
 ``spec_schema.json`` ships complete (editors and the docs read it), and its check kinds
 (``$defs.check.properties``) are written from the kinds, never by hand:
-``python -m pytest_atom.checks.schema`` rewrites that part and leaves the rest of the file as
-it is written; a test (tests/checks/test_kinds.py) fails while the file and the kinds differ.
+``python -m pytest_atom.checks.schema`` rewrites that part alone; a test fails while the file
+and the kinds differ.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ def check_kinds() -> dict[str, Any]:
 
 
 def schema_text(text: str) -> str:
-    """The file's `text` with its check kinds written from the kinds (one per line block,
-    at the file's indentation); the rest of the text unchanged."""
+    """The file's `text` with its check kinds written from the kinds; the rest unchanged."""
     found = _CHECK_KINDS.search(text)
     if found is None:
         raise ValueError("spec_schema.json has no $defs.check.properties")

@@ -1,10 +1,8 @@
 """Running a command the way checks do: confined, bounded, leaving no process behind.
 
-A check that executes something (`command`, and a plugin's check that calls `run_shell`)
-runs what the agent wrote: a ``conftest.py`` that ``python -m pytest`` imports, a
-``package.json`` script. So it runs in the agent's confinement, through the sandbox runtime
-the harness hands `run_checks` (agents.claude_code.srt), which `confined` makes the default
-of `run_shell` while the checks run.
+A check that executes something runs what the agent wrote (a ``conftest.py`` that pytest
+imports, a ``package.json`` script), so it runs in the agent's confinement: the sandbox the
+harness hands `run_checks`, which `confined` makes `run_shell`'s default while checks run.
 """
 
 from __future__ import annotations
@@ -24,8 +22,8 @@ from pytest_atom.processes import kill_process_tree, spawn
 if TYPE_CHECKING:
     from pytest_atom.agents.claude_code.srt import ProcessSandbox
 
-#: The sandbox of the checks running now (`run_checks`): what `run_shell` runs commands in
-#: unless told otherwise, so a plugin's check that runs the workspace's code is confined too.
+#: The sandbox of the checks running now: a plugin's check that runs the workspace's code is
+#: confined too.
 _SANDBOX: ContextVar[ProcessSandbox | None] = ContextVar("atom_check_sandbox", default=None)
 #: `run_shell`'s default: the sandbox of the checks running now (none outside `run_checks`).
 CURRENT: Final = "current"
@@ -50,11 +48,8 @@ def run_shell(
     sandbox: ProcessSandbox | Literal["current"] | None = CURRENT,
 ) -> tuple[int | None, str]:
     """Exit code (None on timeout) and merged output. Output goes to a file, not a pipe, so a
-    background child that keeps the pipe open cannot stall us; the whole process group is
-    killed afterwards so no stray process outlives the check.
-
-    `sandbox`: where it runs; by default the sandbox of the checks running now (`run_checks`),
-    so a plugin's check that calls this is confined as a ``command`` check is."""
+    background child that keeps the pipe open cannot stall us; the whole process tree is
+    killed afterwards. `sandbox` defaults to the sandbox of the checks running now."""
     code, output, _ = _run_shell(run, cwd, env, timeout, merge=True, sandbox=sandbox)
     return code, output
 

@@ -1,13 +1,10 @@
 """The agent's run as trajectory checks read it: its tool calls, where each was made, and its
 last message.
 
-A file check asks "is the work right?"; a trajectory kind (``tool_used``, ``tool_order``,
-``skill_invoked``, ``subagent_used``, ``mcp_called``, ``final_message``,
-``permission_denied``, ``tool_results``, each in `pytest_atom.checks.kinds`) asks "did the
-agent go about it as configured?". They read the attempt's records'
-events (one ``claude -p`` call per iteration) through `transcript.stream_turns`, which
-already nests a subagent's turns under its ``Agent`` call and marks refused calls; this
-module only flattens those turns into calls that know where they were made.
+A file check asks "is the work right?"; a trajectory kind asks "did the agent go about it as
+configured?". They read the attempt's events through `transcript.stream_turns`, which nests
+a subagent's turns under its ``Agent`` call and marks refused calls; this module flattens
+those turns into calls that know where they were made.
 
 Every result lists the calls it is about, each with its place (``iteration 1 turn 2``, and
 under a subagent ``… > subagent general-purpose "helper" turn 1``), so a failure shows what
@@ -49,11 +46,8 @@ _LISTED = 20
 
 @dataclass(frozen=True)
 class Call:
-    """One tool call of an attempt, with where it was made.
-
-    ``subagents`` names the subagents it ran under, outermost first (empty: the main
-    agent); ``turn`` is the model answer within its session's part of the iteration.
-    """
+    """One tool call of an attempt, with where it was made: ``subagents`` it ran under,
+    outermost first (empty: the main agent), ``turn`` the model answer in its iteration."""
 
     name: str
     input: Any
@@ -70,8 +64,7 @@ class Call:
         return not self.subagents
 
     def marked(self, kind: MarkKind) -> Mark | None:
-        """The call's mark of that kind (`transcript.call_marks`): is it a skill call, a
-        subagent's start, an MCP call; None: it is not."""
+        """The call's mark of that kind (`transcript.call_marks`); None: it has none."""
         return next((m for m in call_marks(self.name, self.input) if m.kind == kind), None)
 
     def line(self) -> str:
@@ -185,8 +178,7 @@ def times(n: int) -> str:
 
 
 def count_phrase(low: int, high: int | None) -> str:
-    """How often a check wants a thing done (a tool called, a question asked): ``never``,
-    ``at least once``, ``exactly 3 times``, ``at most 2 times``, ``1 to 3 times``."""
+    """How often a check wants a thing done, in words: ``never``, ``1 to 3 times``, ..."""
     if high == 0:
         return "never"
     if high is None:

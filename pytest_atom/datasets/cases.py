@@ -1,9 +1,6 @@
-"""A spec's cases as values: where each came from (its file and line, for errors), its id,
-its variables and the keys pytest-atom reserves (`id`, `marks`, `xfail`, `repeats`,
-`pass_at_least`).
-
-The readers (`pytest_atom.datasets.readers`) give raw rows; `make_case` checks one row and
-turns it into a `Case`, so every format shares the same rules and the same messages.
+"""A spec's cases as values: where each came from (for errors), its id, its variables and
+the keys pytest-atom reserves. `make_case` checks one raw row of any format, so every format
+shares the same rules and the same messages.
 """
 
 from __future__ import annotations
@@ -16,8 +13,7 @@ from typing import Any
 
 from pytest_atom.errors import SpecError
 
-#: The keys of a case that are not template variables: its id, its pytest marks and
-#: expected failure, and its repeats (written into the rendered spec as top-level keys).
+#: The keys of a case that are not template variables.
 RESERVED = ("id", "marks", "xfail", "repeats", "pass_at_least")
 #: What a variable's name must be: a name Jinja2 can read as ``{{ name }}``.
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -29,8 +25,7 @@ _MARK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 @dataclass(frozen=True)
 class Origin:
-    """Where a case was written: a file and its line (the CSV row's, the JSON line's, the
-    YAML entry's), and how a message names it (``row 3``, ``line 4``, ``case 2``)."""
+    """Where a case was written (a file and its line) and how a message names it (``row 3``)."""
 
     path: Path
     line: int | None
@@ -86,10 +81,7 @@ def make_case(row: Mapping[str, Any], origin: Origin, index: int, *, text: bool)
 
 
 def derived_id(variables: Mapping[str, Any], index: int) -> str:
-    """The id pytest's parametrize would give these values: each scalar as text (strings
-    ASCII-escaped), any other value its name and the case's index, joined by ``-``; then
-    made fit for a node id and a cassette's file name (each run of other characters, spaces
-    and brackets and slashes among them, becomes one ``_``)."""
+    """The id pytest's parametrize would give these values, fit for a node id and a file name."""
     parts = []
     for name, value in variables.items():
         if isinstance(value, str) and value:
@@ -161,8 +153,7 @@ def _count(reserved: Mapping[str, Any], key: str, origin: Origin) -> int | None:
 
 
 def duplicate_ids(cases: Sequence[Case]) -> None:
-    """Refuse two cases with one id (or one cassette file): they would be one pytest item
-    and share a cassette."""
+    """Refuse two cases with one id or cassette file: they would be one item, one cassette."""
     seen: dict[str, Case] = {}
     for case in cases:
         key = case.id.lower()  # one cassette file, on a case-insensitive file system too

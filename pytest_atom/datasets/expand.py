@@ -2,9 +2,8 @@
 validates and builds as it builds any spec (its arms expanded after).
 
 A case's `marks` are added to the spec's, its `xfail` replaces the spec's, and its
-`repeats`/`pass_at_least` become the rendered spec's top-level keys of those names (read by
-whoever reads a spec's repeats). A `cassette:` the spec names becomes a folder of the
-cases' cassettes, ``<its path without suffix>/<case id>.yaml``.
+`repeats`/`pass_at_least` become the rendered spec's top-level keys. A `cassette:` the spec
+names becomes a folder of the cases' cassettes, ``<its path without suffix>/<case id>.yaml``.
 """
 
 from __future__ import annotations
@@ -43,8 +42,7 @@ def expand_cases(
     free: Collection[str] = (),
 ) -> list[Rendered]:
     """Every case of the spec at `loc` (its `cases:`, or `cases` read already: a trigger
-    suite's prompts, whose `free` variables no template need read), rendered; raises
-    SpecError naming the case's file and row (or line) for a case that cannot be used."""
+    suite's prompts), rendered; SpecError names the file and row of a case that cannot be used."""
     if cases is None:
         cases = read_spec_cases(doc, loc + ("cases",), mapping["cases"])
     duplicate_ids(cases)
@@ -60,14 +58,11 @@ def expand_cases(
 
 
 class Recheck:
-    """Which renderings must be validated again. The spec was validated as written, and
-    rendering changes only the text of its templated strings; a string's text matters to
-    the schema only where a constraint reads it (a pattern, an enum, a minimum length).
-    Each template's place is probed once, with an empty string and with a string no
-    pattern or enum accepts: where neither fails, no rendering can; where only the empty
-    one fails, an empty rendering is validated again (for its message); where the other
-    fails, every rendering is. So a dataset of 1,000 cases validates once, not 1,000 times.
-    """
+    """Which renderings must be validated again. The spec was validated as written, and a
+    templated string's text matters only where a constraint reads it. Each template's place
+    is probed once, with an empty string and with a string no pattern or enum accepts: where
+    neither fails, no rendering can; where only the empty one fails, an empty rendering is
+    validated again; where the other fails, every rendering is."""
 
     def __init__(
         self, doc: Document, loc: Loc, base: dict[str, Any], templates: Templates, schema: Schema
@@ -103,8 +98,7 @@ def _at(mapping: dict[str, Any], at: Loc) -> Any:
 
 
 def read_spec_cases(doc: Document, at: Loc, value: Any) -> list[Case]:
-    """The cases written at `at`, inline (a list of mappings, schema-checked already) or
-    from the file beside the spec that `value` names."""
+    """The cases written at `at`, inline or from the file beside the spec that `value` names."""
     if isinstance(value, str):
         return read_cases(spec_side(doc, at, value, "file"))
     cases = []
@@ -131,8 +125,7 @@ def _with_case_keys(mapping: dict[str, Any], case: Case) -> dict[str, Any]:
 
 
 def case_view(doc: Document, loc: Loc, mapping: dict[str, Any]) -> Document:
-    """`doc` with the spec at `loc` replaced by its rendering for one case: validation and
-    building then read the rendered values, and errors still name the spec's lines."""
+    """`doc` with the spec at `loc` replaced by its rendering for one case, errors at its lines."""
     view = copy.copy(doc)
     if loc:
         data = dict(doc.data)
@@ -146,7 +139,5 @@ def case_view(doc: Document, loc: Loc, mapping: dict[str, Any]) -> Document:
 
 
 def templated_part(mapping: dict[str, Any]) -> dict[str, Any]:
-    """The keys of a rendered spec that templates may have changed: what is validated again
-    for each case (the rest was validated once, as written). Every such key is kept, so
-    the part still has the spec's task (`prompt`, `steps` or `request`)."""
+    """The keys of a rendered spec templates may have changed (and its task), validated per case."""
     return {key: mapping[key] for key in TEMPLATED if key in mapping}

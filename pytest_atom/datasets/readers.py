@@ -50,8 +50,7 @@ def read_cases(path: Path) -> list[Case]:
 
 
 def _csv(path: Path, text: str) -> list[Case]:
-    """A header row, then one case a row; a row with more or fewer cells than the header
-    is unreadable (a stray comma, an unquoted comma in a value)."""
+    """A header row, then one case a row; a row whose cells the header does not match is refused."""
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header = next(reader, None)

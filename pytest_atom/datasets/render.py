@@ -1,11 +1,9 @@
 """The spec's templates: its text fields that hold ``{{ name }}``, compiled once per spec by
 Jinja2 (a sandboxed environment, strict undefined) and rendered once per case.
 
-Only the fields in `TEMPLATED` are read, at any depth (a check's fields, a step's, an
-arm's overlay of them); a string without ``{{``, ``{%`` or ``{#`` is left as it is, so a
-spec without templates costs nothing to render. What each template uses is found before
-any case renders, so a case missing a variable, or holding one no template uses, is
-refused with the case's own row or line.
+Only the fields in `TEMPLATED` are read, at any depth; a string without ``{{``, ``{%`` or
+``{#`` is left as it is. What each template uses is found before any case renders, so a case
+missing a variable, or holding one no template uses, is refused with its own row or line.
 """
 
 from __future__ import annotations
@@ -25,9 +23,7 @@ from pytest_atom.spec.validation import label
 if TYPE_CHECKING:
     from jinja2 import Template
 
-#: The spec's keys whose strings are templates: the prompt and task, the workspace (path
-#: and ref), set-up, every check's fields, criteria, env, the script, the steps and a
-#: conversation's user (its persona and goal: personas as data).
+#: The spec's keys whose strings are templates.
 TEMPLATED = (
     "prompt",
     "description",
@@ -46,9 +42,8 @@ _MARKERS = ("{{", "{%", "{#")
 
 @dataclass(frozen=True)
 class Found:
-    """One template: where it sits (relative to the spec) and the variables it reads;
-    `pieces` when it is only text and ``{{ name }}`` (most are), which render by joining,
-    as Jinja2 would render them, without a Jinja2 context per case."""
+    """One template: where it sits and the variables it reads; `pieces` when it is only text
+    and ``{{ name }}`` (most are), which render by joining, without a Jinja2 context."""
 
     at: Loc
     template: Template
@@ -67,8 +62,7 @@ class Templates:
     def __init__(
         self, doc: Document, loc: Loc, mapping: Mapping[str, Any], free: Collection[str] = ()
     ) -> None:
-        """`free`: variables a case may hold though no template reads them (a trigger
-        suite's `trigger` label, which the loader reads)."""
+        """`free`: variables a case may hold though no template reads them (a trigger label)."""
         from jinja2 import StrictUndefined, TemplateSyntaxError, meta
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -132,8 +126,7 @@ class Templates:
             try:
                 text = found.render(values)
             except Exception as exc:  # noqa: BLE001 - whatever a case's template raises (an
-                # undefined name, a filter or test known only when rendered, the sandbox's
-                # SecurityError, a ZeroDivisionError) is that case's mistake, not a crash
+                # undefined name, the sandbox's SecurityError) is that case's mistake
                 raise case.origin.error(
                     f"case {case.id!r} cannot render {label(self.loc + found.at)!r} (line "
                     f"{self._line(found.at)} of {self.doc.path.name}): "
@@ -159,8 +152,7 @@ def _close_name(message: str, env: Any) -> str | None:
 
 
 def _pieces(tree: Any) -> tuple[tuple[bool, str], ...] | None:
-    """A template's text and plain ``{{ name }}`` parts, or None when it holds anything
-    else (a filter, an attribute, a statement): then Jinja2 renders it."""
+    """A template's text and plain ``{{ name }}`` parts; None when Jinja2 must render it."""
     from jinja2 import nodes
 
     pieces: list[tuple[bool, str]] = []

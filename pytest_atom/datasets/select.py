@@ -11,8 +11,7 @@ from pytest_atom.spec.types import Spec
 
 
 def select_cases(specs: Sequence[Spec], ids: Sequence[str]) -> tuple[list[Spec], str | None]:
-    """The specs of the cases `ids` names (every spec when it names none), and what is
-    wrong when an id is no case of `specs` (a typo must not quietly run nothing)."""
+    """The specs of the cases `ids` names (all when none), and what is wrong with an unknown id."""
     if not ids:
         return list(specs), None
     known = list(dict.fromkeys(s.case for s in specs if s.case is not None))
@@ -28,6 +27,5 @@ def select_cases(specs: Sequence[Spec], ids: Sequence[str]) -> tuple[list[Spec],
 
 
 def case_properties(spec: Spec) -> dict[str, str]:
-    """``atom_case`` of a case's run (JUnit, the summary, `atom results combine`): what the
-    statistics pool a spec's cases by; empty for a spec without cases."""
+    """``atom_case`` of a case's run, which the statistics pool a spec's cases by."""
     return {} if spec.case is None else {"atom_case": spec.case}

@@ -197,9 +197,8 @@ def _validate_grader(
     lines: Mapping[tuple[Any, ...], int] | None,
     index: int,
 ) -> None:
-    """One grader against its kind's schema, its first error raised at `path` and `line`
-    (at the failing value's own line when it is written in case.yaml, whose `lines` then
-    locate it)."""
+    """One grader against its kind's schema, its first error raised at the failing value's
+    line where `lines` locate it, else at `path` and `line`."""
     kind = grader.get("type") if isinstance(grader, dict) else None
     if isinstance(grader, dict) and "mock_calls" in (grader.get("target"), grader.get("focus")):
         raise SpecError(

@@ -1,10 +1,8 @@
 """The grader kinds of `claude plugin eval` that the spec format has no check for.
 
-`pytest_atom.evalsuite.suites` maps a case's graders onto checks: ``tool_used`` and plain
-``tool_order`` onto the trajectory checks; a regex (over the last message, the trace, the
-files the agent wrote or one file), a ``file_exists`` glob and a ``tool_order`` whose ends
-match a call's input onto the kinds below, which it registers for its specs. Each reads
-like the CLI's own grader (Claude Code 2.1.331) and names the grader in its summary.
+A regex, a ``file_exists`` glob and a ``tool_order`` whose ends match a call's input map onto
+the kinds below (the rest onto trajectory checks). Each reads like the CLI's own grader
+(Claude Code 2.1.331) and names the grader in its summary.
 """
 
 from __future__ import annotations
@@ -45,8 +43,7 @@ def _regex_result(check: Check, text: str, where: str) -> CheckResult:
 
 
 def _trace(run: Trajectory) -> str:
-    """The run as the CLI's trace reads to a regex: one JSON line per tool call (name, input,
-    output), then the last message."""
+    """The run as the CLI's trace: one JSON line per tool call, then the last message."""
     rows = [
         json.dumps({"tool": c.name, "input": c.input, "output": c.result}, ensure_ascii=False)
         for c in run.calls
@@ -99,8 +96,7 @@ def _glob(pattern: str) -> re.Pattern[str]:
 
 
 def eval_file_exists(check: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
-    """A file_exists grader: a file the agent wrote matches the glob (or, `exists: false`,
-    none does)."""
+    """A file_exists grader: a file the agent wrote matches the glob (`exists: false`: none)."""
     p = check.params
     files = agent_files(workspace)
     hits = [f for f in files if _glob(p["path"]).match(f)]
@@ -116,8 +112,7 @@ def eval_file_exists(check: Check, workspace: Path, env: Mapping[str, str] | Non
 
 
 def eval_tool_order(check: Check, run: Trajectory) -> CheckResult:
-    """A tool_order grader whose ends match a call's input too: the first matching call of
-    `before` comes before the first of `after`."""
+    """A tool_order grader whose ends match a call's input too: `before`'s first call first."""
     p = check.params
 
     def first(end: Mapping[str, Any]) -> int:

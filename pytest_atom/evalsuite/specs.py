@@ -150,8 +150,7 @@ def _tool(value: Any) -> dict[str, Any]:
 
 
 def _criterion(grader: Grader) -> str:
-    """An llm or baseline grader as a criterion of the reflector, named as the checks name
-    theirs (``grader NAME: …``), so an unmet one says which grader failed."""
+    """A judged grader as a criterion named ``grader NAME: …``, so an unmet one says which."""
     p = grader.params
     if grader.kind == "llm":
         focus = p["focus"]

@@ -13,10 +13,9 @@ The contract is Claude Code's own (2.1.331, case schema 1.x; `claude plugin eval
 - ``runs`` runs per case (default 3), with a with-plugin and a without-plugin arm whenever the
   eval dir belongs to a plugin (a folder with ``.claude-plugin/plugin.json``).
 
-This module reads a case as the CLI merges it; `evalsuite_schema` checks it against the
-CLI's schema and `evalsuite_specs` maps it onto specs. What pytest-atom keeps for a case lives
-beside the cases, never in them: ``<eval dir>/.atom/<case folder>/`` holds ``script.yaml`` (or
-``script@<arm>.yaml``) and the cassettes ``cassette@<arm>.yaml``.
+What pytest-atom keeps for a case lives beside the cases, never in them: ``<eval
+dir>/.atom/<case folder>/`` holds ``script.yaml`` (or ``script@<arm>.yaml``) and the
+cassettes ``cassette@<arm>.yaml``.
 """
 
 from __future__ import annotations
@@ -108,9 +107,9 @@ class EvalCase:
 
 
 def is_case_file(path: Path) -> bool:
-    """Whether `path` is a case's file to collect: a ``case.yaml`` with a ``schema_version``,
-    or a ``prompt.md`` beside ``graders/`` (and no case.yaml). Cheap: pytest asks for every
-    file it meets under ``--atom``; nothing under a ``.atom/`` folder is a case."""
+    """Whether `path` is a case's file: a ``case.yaml`` with a ``schema_version``, or a
+    ``prompt.md`` beside ``graders/`` (no case.yaml), never under ``.atom/``. Cheap: pytest asks
+    of each file."""
     if ATOM_DIR in path.parts[:-1]:
         return False
     if path.name == CASE_FILE:
@@ -183,8 +182,7 @@ def load_case(file: Path) -> EvalCase:
 
 
 def _merge_prompt_md(prompt_file: Path, merged: dict[str, Any], execution: dict[str, Any]) -> None:
-    """prompt.md over case.yaml, as the CLI merges them: its frontmatter's keys (top-level
-    or execution ones) and its body, the prompt."""
+    """prompt.md's frontmatter and body (the prompt) over case.yaml, as the CLI merges them."""
     front, body, key_lines = _frontmatter(prompt_file)
     for key, value in (front or {}).items():
         if key in _TOP_KEYS:
@@ -203,8 +201,7 @@ def _merge_prompt_md(prompt_file: Path, merged: dict[str, Any], execution: dict[
 
 
 def _grader_files(graders_dir: Path) -> list[tuple[dict[str, Any], tuple[Path, int]]]:
-    """The graders written as ``graders/*.md``, each with where it is written; a file
-    without frontmatter is prose (notes), as the CLI reads it."""
+    """The graders written as ``graders/*.md``; one without frontmatter is notes, as in the CLI."""
     found: list[tuple[dict[str, Any], tuple[Path, int]]] = []
     for path in sorted(graders_dir.glob("*.md")):
         front, body, _ = _frontmatter(path)

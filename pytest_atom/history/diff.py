@@ -13,8 +13,7 @@ case, arm); an item's repeats are taken together.
   commonest sequence, its deltas per repeat.
 - A line in one run only is added or removed.
 - A setting that can change an outcome, or the Claude Code version, that differs between
-  the runs is named: a regression a setting caused says so, where its deltas alone would
-  read "tokens +0".
+  the runs is named, so a regression a setting caused says so.
 """
 
 from __future__ import annotations
@@ -58,8 +57,7 @@ _SHOWN = REGRESSED, IMPROVED, CHANGED, ADDED, REMOVED, NOISE = (
 
 @dataclass(frozen=True)
 class CheckChange:
-    """A check or criterion whose result moved: `before`/`after` as shown (``passed``,
-    ``failed``, ``met 0.67``, ``3/5``), None where the run did not have it."""
+    """A check or criterion whose result moved, as shown (``met 0.67``, ``3/5``); None: absent."""
 
     kind: str  # "check" or "criterion"
     name: str
@@ -74,8 +72,7 @@ class CheckChange:
 
 @dataclass(frozen=True)
 class ToolDivergence:
-    """The first call where two tool-call sequences part (0-based `index`); `before` or
-    `after` is None where that sequence had already ended."""
+    """Where two tool-call sequences part (0-based `index`); None: that side had ended."""
 
     index: int
     before: str | None
@@ -207,8 +204,7 @@ class ItemChange:
 
 @dataclass(frozen=True)
 class SettingChange:
-    """A setting (or the Claude Code version) that differs between the two runs, as JSON
-    values; None where a run did not record it."""
+    """A setting (or the Claude Code version) that differs between the runs, as JSON values."""
 
     name: str
     before: Any
@@ -225,14 +221,12 @@ def _value(value: Any) -> str:
     return "(unset)" if value is None else json.dumps(value, sort_keys=True)
 
 
-#: What `atom history import` adds to a run's settings: where the run came from, not how
-#: it ran (`history.write`).
+#: What `atom history import` adds to a run's settings: where it came from, not how it ran.
 _PROVENANCE = frozenset({"imported_from", "files"})
 
 
 def setting_changes(before: RunRecord, after: RunRecord) -> tuple[SettingChange, ...]:
-    """The settings that differ between the runs (in the later run's order), then the
-    Claude Code version when it changed."""
+    """The settings that differ between the runs, then the Claude Code version if it changed."""
     names = [n for n in dict.fromkeys([*after.settings, *before.settings]) if n not in _PROVENANCE]
     found = [
         SettingChange(name, before.settings.get(name), after.settings.get(name))
@@ -246,8 +240,7 @@ def setting_changes(before: RunRecord, after: RunRecord) -> tuple[SettingChange,
 
 @dataclass(frozen=True)
 class RunDiff:
-    """`after` compared with `before`: the lines that changed, those within noise, and
-    how many stayed as they were; `deltas` over the lines both runs have."""
+    """`after` compared with `before`: the changed lines, those within noise, how many stayed."""
 
     before: RunRecord
     after: RunRecord
@@ -285,10 +278,7 @@ class RunDiff:
         return [*out, "total over the items in both runs: " + self.deltas.line()]
 
     def markdown(self, limit: int = COMMENT_LIMIT) -> str:
-        """The comparison as a pull request's comment (GitHub Markdown, at most `limit`
-        bytes): the items regressed, then improved, then otherwise changed, added, removed
-        and within noise, each with the gate's verdict, its token and cost deltas; then what
-        changed in each, in the terminal's words. Run text is escaped (`reports.markdown`)."""
+        """The comparison as a pull request's comment (GitHub Markdown, at most `limit` bytes)."""
         scrub = Scrubber().scrub
         counts = Counter(c.direction for c in (*self.changes, *self.noise))
         said = ", ".join(f"{counts[d]} {d}" for d in _SHOWN if counts[d])
@@ -344,8 +334,7 @@ def _more(left: int, items: int) -> str:
 
 
 def _verdict(change: ItemChange) -> str:
-    """The gate's verdict on one line: its paired test's, for repeats; for one run a side,
-    what the outcomes say (no test tells one run from noise)."""
+    """The paired test's verdict for repeats; for one run a side, what the outcomes say."""
     if change.test is None:
         return {
             REGRESSED: "regressed: it passed before",
@@ -500,8 +489,7 @@ def _commonest(items: Sequence[ItemRecord]) -> tuple[str, ...]:
 
 
 def _check_changes(old: Sequence[ItemRecord], new: Sequence[ItemRecord]) -> tuple[CheckChange, ...]:
-    """The checks and criteria whose results moved: passed/failed (met/unmet with the
-    score) for one item a side, pass counts for repeats."""
+    """The checks and criteria whose results moved (pass counts for repeats)."""
     single = len(old) == 1 and len(new) == 1
     found = []
     for kind in ("check", "criterion"):
@@ -549,8 +537,7 @@ Tested = dict[SeriesKey, tuple[str, Mapping[str, Any]]]
 def _paired_tests(
     lines: Mapping[SeriesKey, tuple[Sequence[ItemRecord], Sequence[ItemRecord]]],
 ) -> tuple[Tested, Mapping[str, Any] | None]:
-    """Per repeated line: (direction, the gate's figures), direction "" when the test
-    finds neither a drop nor a rise; and the total's figures (two lines on)."""
+    """Per repeated line: (direction, or "" for neither; the figures); and the total's figures."""
     if not lines:
         return {}, None
     counts = {

@@ -7,9 +7,8 @@ store at once migrate it once. A store newer than this pytest-atom is refused wi
 (upgrade), never written.
 
 The columns come from the records' declarations (`records.column`): step 1 creates the
-tables with the fields of version 1, and step N adds each field declared ``since=N``
-(``ALTER TABLE … ADD COLUMN``) before that step's own statements (`_STEPS`: indexes, tables
-that are no record's, backfills). The SQL is the common part of both dialects: TEXT,
+tables with the fields of version 1, and step N adds each field declared ``since=N`` before
+that step's own statements (`_STEPS`). The SQL is the common part of both dialects: TEXT,
 BIGINT, DOUBLE PRECISION, integers for booleans, ISO-8601 UTC text for times, JSON text,
 ``?`` placeholders. A step stores in the wild have taken is never edited.
 """
@@ -19,8 +18,7 @@ from __future__ import annotations
 from pytest_atom.history.records import Column, ItemRecord, RunRecord, columns
 
 #: The columns of an item's row that are no field of `ItemRecord`, each with the column it
-#: follows: its place in its run and its run's start (the series index holds both), the
-#: cached flag of version 1, and the totals a listing reads without parsing the roles.
+#: follows.
 ITEM_ROW: tuple[tuple[str, Column], ...] = (
     ("run_id", Column("item_no", "INTEGER NOT NULL")),
     ("item_no", Column("started", "TEXT NOT NULL")),
@@ -63,14 +61,11 @@ _STEPS: dict[int, tuple[str, ...]] = {
         """UPDATE atom_items SET kind = 'rescore'
         WHERE run_id IN (SELECT id FROM atom_runs WHERE kind = 'rescore')""",
     ),
-    # 4: a conversation's turns to success (`ItemRecord.user_turns`), NULL for the items
-    # already stored: its column alone.
 }
 
 
 def _create(table: str, record: type, extra: tuple[tuple[str, Column], ...], key: str) -> str:
-    """The table as version 1 made it: its record's first fields, in order, with the
-    columns that are no field placed after those they follow."""
+    """The table as version 1 made it, with its non-field columns after those they follow."""
     made = [c for _, c in columns(record) if c.since == 1]
     for after, each in extra:
         made.insert(next(n for n, c in enumerate(made) if c.name == after) + 1, each)

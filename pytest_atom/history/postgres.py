@@ -20,7 +20,7 @@ _MIGRATION_LOCK = 0x61746F6D
 
 
 class PostgresStore(SqlStore):
-    """`Store` in a PostgreSQL database (see the module docstring)."""
+    """`Store` in a PostgreSQL database."""
 
     placeholder: ClassVar[str] = "%s"
     has_schema_sql: ClassVar[str] = "SELECT to_regclass('atom_schema')"

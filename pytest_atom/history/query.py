@@ -8,19 +8,13 @@ judgements of its own (`SeriesSummary.kind` ``rescore``), never mixed into the t
 
 - `summarize`: per (spec, case, arm), its last N runs: the trials' pass rate with its
   Wilson 95 % interval, means per trial, the last outcome, and a trend where the change is
-  beyond noise: the gate's own test (`baseline.gate`), the window's older half of runs
-  against its newer half, Fisher's exact test one-sided each way, Holm-adjusted over the
-  series, at the gate's alpha.
-- `spec_runs`: one spec's runs, newest first, an entry per run and (case, arm).
+  beyond noise: the window's older half of runs against its newer half, by the gate's
+  Fisher test one-sided each way, Holm-adjusted over the series, at the gate's alpha.
 - `flaky`: the trials whose outcome changed while their inputs did not: over runs with one
   input digest, and among the repeats of one session. An item without a digest is unknown
-  across runs, never "unchanged" (`FlakyReport.unknown`); it is flaky only by disagreeing
-  with its own session's repeats.
-- `last_failed`: ``--atom-last-failed``, the lines that failed in the store's last run, as
-  `pytest --lf`. Every repeat of a failed line runs again: re-running only the draws that
-  failed would make a pass rate of nothing.
-- `like_run`: the run to compare a run with when none is named (`atom diff`, the HTML
-  report's "Compared with"), and `compare_with_like` that comparison.
+  across runs, never "unchanged"; it is flaky only by disagreeing with its session's repeats.
+- `last_failed`: ``--atom-last-failed``, as `pytest --lf`. Every repeat of a failed line
+  runs again: re-running only the draws that failed would make a pass rate of nothing.
 
 A pass is ``passed`` or ``xpassed``; a fail is ``failed`` or ``xfailed``; ``error`` and
 ``skipped`` count in neither.
@@ -89,11 +83,10 @@ class Trend:
 
 @dataclass(frozen=True)
 class SeriesSummary:
-    """One (spec, case, arm) over its last runs: its trials (`kind` ``trial``, with how
-    many cached outcomes were left out) or its rescores' judgements (`kind` ``rescore``).
-    `runs` counts the runs that hold one of the counted items; the means are per item,
-    `cost_usd` Claude Code's list price and `spent_usd` what was paid (`cost.usage.Dollars`;
-    None where no item recorded it)."""
+    """One (spec, case, arm) over its last runs: its trials (with how many cached outcomes
+    were left out) or its rescores' judgements (`kind`). `runs` counts the runs that hold a
+    counted item; the means are per item, `cost_usd` at Claude Code's list price and
+    `spent_usd` what was paid (None where no item recorded it)."""
 
     series: SeriesKey
     runs: int
@@ -214,7 +207,6 @@ def _summary(series: SeriesKey, items: Sequence[ItemFigures], kind: str) -> Seri
 
 
 def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:
-    """Each series' trend, where its change is beyond noise."""
     tested = [
         (s, h) for s in found if s.kind == "trial" and (h := s.halves) and h[0][1] and h[1][1]
     ]
@@ -231,8 +223,7 @@ def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:
 
 
 def summarize(store: Store, last: int = 20, spec: str | None = None) -> Summary:
-    """Every series' last `last` runs (of `spec` only, when given): its trials (with how
-    many cached outcomes were left out), then its rescores' judgements when it has any."""
+    """Every series' last `last` runs (of `spec` only): its trials, then its rescores'."""
     found = []
     for series in store.series(spec):
         items = store.figures(*series, limit=last)
@@ -265,8 +256,7 @@ class SpecRun:
 
     @property
     def kind(self) -> str:
-        """Its items' kind (`ItemRecord.kind`), or each kind's count when they differ
-        (``2 cached, 1 trial``: some repeats reported from the cache)."""
+        """Its items' kind, or each kind's count when they differ (``2 cached, 1 trial``)."""
         kinds = [i.kind for i in self.items]
         if len(set(kinds)) == 1:
             return kinds[0]
@@ -274,8 +264,7 @@ class SpecRun:
 
     @property
     def turns_to_success(self) -> str:
-        """A conversation's user messages in each repeat that passed (``3,4``); ``-``:
-        none passed with the user done (`ItemRecord.user_turns`)."""
+        """A conversation's user messages in each repeat that passed (``3,4``); ``-``: none did."""
         took = sorted(i.user_turns for i in self.items if i.passed and i.user_turns is not None)
         return ",".join(map(str, took)) or "-"
 
@@ -325,10 +314,8 @@ def spec_runs(store: Store, spec: str, last: int = 20) -> list[SpecRun]:
 
 @dataclass(frozen=True)
 class FlakyItem:
-    """A series whose trials' outcome changed while their inputs did not: over `runs`
-    with one input `digest` (`basis` ``digest``), or among the repeats of one session
-    (`basis` ``repeats``: `runs` is that session; `digest` None, the repeats' digests
-    differ by their number alone)."""
+    """A series whose trials' outcome changed while their inputs did not: over `runs` with one
+    input `digest` (`basis` ``digest``), or among one session's repeats (`basis` ``repeats``)."""
 
     series: SeriesKey
     digest: str | None
@@ -391,9 +378,7 @@ class FlakyReport:
 
 
 def flaky(store: Store, last: int = 20, spec: str | None = None) -> FlakyReport:
-    """The series whose trials' outcome changed in their last `last` runs while their
-    inputs stayed the same: one input digest over runs, or one session's repeats (see the
-    module docstring for items without a digest)."""
+    """The series whose trials' outcome changed in their last `last` runs, inputs the same."""
     found: list[FlakyItem] = []
     unknown = checked = 0
     for series in store.series(spec):
@@ -430,8 +415,7 @@ def like_run(
     """The run to compare `run` with, and how it was chosen; None when no earlier run
     shares a line with it. A rescore is compared with the run it judged again; any other
     run with the newest earlier run (no rescore) that covered every line of `selection`,
-    else the newest that covered the most of it. (Comparing with whatever ran last would
-    show the specs one run selected and the other did not as added and removed.)"""
+    else the newest that covered the most of it, so unselected specs do not read as removed."""
     if run.kind == "rescore" and run.rescore_of:
         return store.run(
             run.rescore_of
@@ -459,9 +443,7 @@ def _lines(wanted: Collection[SeriesKey]) -> str:
 
 
 def compare_with_like(store: Store, run: RunRecord, items: Sequence[ItemRecord]) -> RunDiff | None:
-    """`run` (with its `items`, stored or not yet) compared with its `like_run`, over the
-    lines `run` covered (the earlier run's other lines are not this run's business); None
-    when no earlier run shares a line."""
+    """`run` (stored or not yet) against its `like_run`, over the lines `run` covered."""
     from pytest_atom.history.diff import diff_runs
 
     selection = {i.series for i in items}

@@ -70,10 +70,9 @@ def columns(record: type) -> tuple[tuple[str, Column], ...]:
     return tuple(found)
 
 
-#: What an item is: a ``trial`` (the agent ran and was judged: an executed attempt), a
-#: ``cached`` outcome (the outcome cache reported a stored pass, nothing ran) or a
-#: ``rescore`` (a stored attempt judged again: a judgement, not a trial). Only trials
-#: enter a series' pass rate, interval, means and trend (`history.query`).
+#: What an item is: a ``trial`` (the agent ran and was judged), a ``cached`` outcome (a stored
+#: pass reported, nothing ran) or a ``rescore`` (a stored attempt judged again). Only trials
+#: enter a series' pass rate, interval, means and trend.
 ITEM_KINDS: tuple[str, ...] = ("trial", "cached", "rescore")
 
 #: (spec base name, case, arm, repeat): one item of a run.
@@ -83,8 +82,7 @@ SeriesKey = tuple[str, str | None, str | None]
 
 
 def series_label(series: SeriesKey, repeat: int | None = None) -> str:
-    """``base[case][arm]``, as `Spec.name` spells a line (parts present only when set), and
-    ``[rN]`` after it for a `repeat`."""
+    """``base[case][arm]``, as `Spec.name` spells a line, and ``[rN]`` for a `repeat`."""
     spec, case, arm = series
     parts = "".join(f"[{p}]" for p in (case, arm) if p is not None)
     return spec + parts + (f"[r{repeat}]" if repeat is not None else "")
@@ -96,21 +94,16 @@ def series_dict(series: SeriesKey) -> dict[str, str | None]:
 
 
 def new_run_id(started: datetime | None = None) -> str:
-    """A run's id: its start time, sortable as text, and a random tail unique across
-    machines (two sessions, CI shards), e.g. ``20261129T055513-3f9a1c2b``."""
+    """A run's id: its start time, sortable as text, and a random tail unique across machines."""
     when = (started or datetime.now(UTC)).astimezone(UTC)
     return f"{when:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One session: when it ran, on which commit, with which versions and settings.
-
-    `kind` says which front end made it: ``pytest`` (`pytest --atom`), ``atom run``,
-    ``import`` (`atom history import`), ``rescore`` (then `rescore_of` is the run it
-    judged again). `settings` holds only what changes an outcome (record mode, match mode,
-    threshold, repeats, ...), as JSON values.
-    """
+    """One session: when it ran, on which commit, with which versions and settings (only what
+    changes an outcome, as JSON). `kind`: ``pytest``, ``atom run``, ``import`` or ``rescore``
+    (then `rescore_of` is the run it judged again)."""
 
     id: str = field(metadata=column("TEXT PRIMARY KEY"))
     started: datetime = field(metadata=column("TEXT NOT NULL", codec=TIME))
@@ -145,18 +138,11 @@ CRITERIA = Codec(lambda v: _json(_lists(v)), lambda v: _criteria(json.loads(v)))
 @dataclass(frozen=True)
 class ItemRecord:
     """One item of a run: (spec, case, arm, repeat), its outcome and what it is made of.
-
-    `kind` says whether it is a trial, a cached outcome or a rescore (`ITEM_KINDS`);
-    `outcome` is `results.outcome.Outcome.label` lower-cased, as pytest says it.
-    `tokens` and `cost_usd` are by role (``executor``, ``reflector``, ``planner``), the
-    dollars at Claude Code's list price (what a recording of these sessions costs);
-    `spent_usd` is what the item paid an API (0 scripted, replayed or cached; None: not
-    recorded, a store written before it was);
-    `tool_calls` is the executor's tool names in the order it called them; `run_folder` is
-    where the item's run folder was (it may since have been removed). `digest` and
-    `digest_parts` are the item's input digest (the outcome cache's key) and its parts,
-    empty until the cache fills them; None means unknown, never "unchanged".
-    """
+    `outcome` is `results.outcome.Outcome.label` lower-cased, as pytest says it. `tokens` and
+    `cost_usd` are by role, the dollars at Claude Code's list price; `spent_usd` is what the
+    item paid an API (0 scripted, replayed or cached; None: not recorded). `tool_calls` is the
+    executor's tool names in call order. `digest` and `digest_parts` are the item's input digest
+    (the outcome cache's key) and its parts; None means unknown, never "unchanged"."""
 
     #: Its run's id ("" until the run is stored: the store writes its run's).
     run_id: str = field(
@@ -234,8 +220,7 @@ class ItemRecord:
 
 @dataclass(frozen=True, slots=True)
 class ItemFigures:
-    """What a listing reads of an item (`Store.figures`): no checks, criteria or tool calls
-    for it to parse."""
+    """What a listing reads of an item (`Store.figures`), without parsing its rows."""
 
     run_id: str
     outcome: str
@@ -252,7 +237,7 @@ class ItemFigures:
 
 
 def run_to_dict(run: RunRecord) -> dict[str, Any]:
-    """`run` as JSON values (`run_from_dict` reads it back)."""
+    """`run` as JSON values."""
     return {**vars(run), "started": run.started.isoformat(), "settings": dict(run.settings)}
 
 
@@ -265,16 +250,15 @@ def run_from_dict(data: Mapping[str, Any]) -> RunRecord:
 
 
 def item_to_dict(item: ItemRecord) -> dict[str, Any]:
-    """`item` as JSON values (`item_from_dict` reads it back)."""
+    """`item` as JSON values."""
     data = dict(vars(item))
     data["checks"] = _lists(item.checks)
     data["criteria"] = _lists(item.criteria)
     data["tool_calls"] = list(item.tool_calls)
     for name in ("tokens", "cost_usd"):
         data[name] = dict(data[name])
-    # Pairs, not a mapping: a results file is scrubbed as text, and a part named for a
-    # module or a distribution (``code dist:detect-secrets``) followed by ``: "sha256:…"``
-    # reads as a secret's assignment. A part's value is a hash by construction.
+    # Pairs, not a mapping: a results file is scrubbed as text, and ``"code dist:x": "sha256:…"``
+    # would read as a secret's assignment (a part's value is a hash by construction).
     data["digest_parts"] = [[name, value] for name, value in sorted(item.digest_parts.items())]
     return data
 

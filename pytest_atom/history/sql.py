@@ -1,10 +1,8 @@
 """The store over SQL: what SQLite and PostgreSQL share, spoken through a DB-API connection.
 
-A backend (`history.sqlite`, `history.postgres`) gives `SqlStore` a connection in autocommit
-mode, its placeholder, how a write transaction begins, and its driver's exceptions. Every
-write is one explicit transaction (``BEGIN`` … ``COMMIT``), so a run and its items land
-together or not at all, and concurrent writers (xdist controllers, two sessions, imports)
-each land whole.
+A backend gives `SqlStore` a connection in autocommit mode, its placeholder, how a write
+transaction begins, and its driver's exceptions. Every write is one explicit transaction, so
+a run and its items land together or not at all, and concurrent writers each land whole.
 """
 
 from __future__ import annotations
@@ -34,8 +32,7 @@ _RUN_COLUMNS = ", ".join(c.name for _, c in _RUN)
 _ITEM_READ = ", ".join(c.name for _, c in _ITEM)
 #: An item's row as written: its fields' columns, then those that are no field (`ITEM_ROW`).
 _ITEM_COLUMNS = ", ".join([_ITEM_READ, *(c.name for _, c in ITEM_ROW)])
-#: What `figures` reads: each field of `ItemFigures` by the column that holds it (the
-#: totals are columns of their own).
+#: What `figures` reads: each field of `ItemFigures` by the column that holds it.
 _TOTALS = {
     "total_tokens": Column("tokens_total", "", codec=Codec(int, int)),
     "total_cost": Column("cost_total", "", codec=Codec(float, float)),
@@ -111,7 +108,6 @@ class SqlStore:
 
     @contextmanager
     def _transaction(self, locked: bool = False) -> Iterator[Any]:
-        """One write transaction: committed when the block ends, rolled back if it raises."""
         with self._errors("written"):
             cursor = self.connection.cursor()
             try:
@@ -136,8 +132,7 @@ class SqlStore:
         return int(rows[0][0]) if rows else 0
 
     def migrate(self, to: int = SCHEMA_VERSION) -> None:
-        """Take the schema steps the store has not taken, up to `to`; refuse a store newer
-        than this pytest-atom."""
+        """Take the steps the store has not taken, up to `to`; refuse a store newer than this."""
         if self.version() == to:
             return  # the common case: no lock, no write
         with self._transaction(locked=True) as cursor:
@@ -244,8 +239,7 @@ class SqlStore:
     def _last_runs(
         self, where: str, params: tuple[Any, ...], limit: int | None
     ) -> list[tuple[str, str]]:
-        """(started, id) of the last `limit` runs with an item `where` says (a spec, or a
-        series), newest first: a walk down the series index, which holds both."""
+        """(started, id) of the last `limit` runs with an item `where` says, by the series index."""
         sql = (
             f"SELECT DISTINCT started, run_id FROM atom_items WHERE {where} "
             "ORDER BY started DESC, run_id DESC"
@@ -260,8 +254,7 @@ class SqlStore:
         limit: int | None,
     ) -> list[Record]:
         """The series' items of its last `limit` runs, as `kind`: a range of the series
-        index from the oldest of those runs' start on (another run started at that instant
-        is left out by its id)."""
+        index (another run started at the same instant is left out by its id)."""
         spec, case, arm = key
         key = (spec, case or "", arm or "")
         runs = self._last_runs(_SERIES, key, limit)

@@ -31,11 +31,10 @@ _FIX = "remove it, or name the store's place with --atom-history (none turns it 
 
 
 def check_path(path: Path, root: Path) -> None:
-    """Refuse (HistoryError naming the file and the fix) a store at `path` that SQLite would
-    open somewhere it does not name: a file of it that is a FIFO, socket, device or folder,
-    or, for a store inside the project `root`, a link (of a file or a folder on the way)
-    that leads out of the project. A store named outside the project is the caller's own
-    choice, and is followed as named."""
+    """Refuse (HistoryError naming the file and the fix) a store at `path` that SQLite would open
+    somewhere it does not name: a file of it that is a FIFO, socket, device or folder, or, for a
+    store inside the project `root`, a link on the way that leads out of the project (a store
+    named outside the project is the caller's own choice, followed as named)."""
     base = root.resolve()
     inside = Path(os.path.normpath(path)).is_relative_to(os.path.normpath(root))
     for suffix in _FILES:
@@ -63,7 +62,7 @@ def check_path(path: Path, root: Path) -> None:
 
 
 class SqliteStore(SqlStore):
-    """`Store` in a SQLite file (see the module docstring)."""
+    """`Store` in a SQLite file."""
 
     begin: ClassVar[str] = "BEGIN IMMEDIATE"
     driver_errors = (sqlite3.Error,)
@@ -73,8 +72,7 @@ class SqliteStore(SqlStore):
 
     @classmethod
     def open(cls, url: str, root: Path) -> SqliteStore:
-        """The ``sqlite`` backend (`history.store.StoreBackend`): `url` is the file's path,
-        which must not lie where a run's workspace is copied from (`check_path`)."""
+        """The ``sqlite`` backend: `url` is the file's path, refused where `check_path` says."""
         check_path(Path(url), root)
         return cls.connect(Path(url))
 

@@ -30,11 +30,8 @@ STORES = "pytest_atom.stores"
 
 @runtime_checkable
 class Store(Protocol):
-    """A history store: runs and their items, written in one transaction per run.
-
-    Every listing is newest first (by the run's start time, then its id). A run id may be
-    given whole or as a prefix that names one run.
-    """
+    """A history store: runs and their items, written in one transaction per run. Every listing
+    is newest first (by start time, then id); a run id may be given whole or as a unique prefix."""
 
     #: Where the store is, fit to print (a PostgreSQL URL's password left out).
     url: str
@@ -50,8 +47,7 @@ class Store(Protocol):
         ...
 
     def run(self, run_id: str) -> RunRecord:
-        """The run with this id (or unique id prefix); HistoryError naming the store
-        when there is none."""
+        """The run with this id (or unique id prefix); HistoryError naming the store when none."""
         ...
 
     def items(self, run_id: str, spec: str | None = None) -> list[ItemRecord]:
@@ -69,8 +65,7 @@ class Store(Protocol):
     def item_history(
         self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
     ) -> list[ItemRecord]:
-        """The items of (spec, case, arm) in the last `limit` runs that ran it (None: all),
-        newest run first, each run's repeats in order."""
+        """A line's items in its last `limit` runs (None: all): newest first, repeats in order."""
         ...
 
     def figures(
@@ -89,9 +84,8 @@ class StoreBackend(Protocol):
     """A backend: the class an entry point of the ``pytest_atom.stores`` group names."""
 
     def open(self, url: str, root: Path) -> Store:
-        """The store at `url` (a path for sqlite, the URL as given otherwise), made and
-        migrated to the current schema as needed; `root` is the project's, for the checks a
-        backend makes of where its store lives. Called on the class (a classmethod)."""
+        """The store at `url` (sqlite: a path), made and migrated; `root`: the project's. Called on
+        the class (a classmethod)."""
         ...
 
 
@@ -138,9 +132,7 @@ class NoStore:
 
 
 def open_store(url_or_path: str | Path, root: Path | None = None) -> Store:
-    """The store at `url_or_path` (see the module docstring), created and migrated to the
-    current schema as needed; HistoryError naming the store and the fix when it cannot be
-    opened. Relative paths are `root`'s (default: the current folder)."""
+    """The store at `url_or_path` (relative: `root`'s), made and migrated; else HistoryError."""
     root = root or Path.cwd()
     url = store_url(url_or_path, root)
     if url == OFF:

@@ -1,7 +1,6 @@
 """Where a history store is: the setting's value as a URL or a path, and fit to print.
 
-Kept apart from `history.store` so the backends (`history.postgres`) can name a store in
-their messages without importing the module that opens them.
+Apart from `history.store` so a backend can name a store without importing what opens it.
 """
 
 from __future__ import annotations

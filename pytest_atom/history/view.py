@@ -68,8 +68,7 @@ def _trend(
     items: Sequence[ItemRecord],
     key: tuple[str, str | None, str | None],
 ) -> SpecTrend:
-    """The line's last `TREND_RUNS` runs, oldest first, this run last: read as figures
-    (`Store.figures`, newest first), each run's time read from its id (`new_run_id`)."""
+    """The line's last `TREND_RUNS` runs, oldest first, this run last."""
     by_run: dict[str, list[str]] = {}
     for figures in store.figures(*key, limit=TREND_RUNS + 1):
         if figures.run_id != run.id and figures.kind == "trial":

@@ -1,20 +1,17 @@
 """How runs enter the store: a session's results as records, and results files imported.
 
-`item_record` maps a typed `SpecResult` to an `ItemRecord` (the only place that does);
-`item_of_properties` makes one from a report's figures where no typed result is at hand.
-`run_record` says when and on what the session ran. `write_run` is the one write of a
-session: a store that cannot be written gives back a warning line naming the store and the
-fix, never an exception, so a run's own results and exit status stand.
+`item_record` maps a typed `SpecResult` to an `ItemRecord` (the only place that does).
+`write_run` is the one write of a session: a store that cannot be written gives back a
+warning line naming the store and the fix, never an exception, so a run's own results and
+exit status stand.
 
-`import_files` (`atom history import`) records results files from elsewhere (CI shards, CI
-artifacts): each ``--atom-report DIR`` run's ``DIR/results.json`` (every item's node id,
-outcome and figures, and its history run and items, scrubbed). By default the files are one
-run, the shards of one CI run (a spec in two files is an error naming both), whose id is
-made from the shards' own run ids, so importing the same shards again changes nothing; with
-`each`, one run per file, each keeping its own id. A file without ``history`` (an older
-pytest-atom's, `last-run.json`) brings what its rows say, dated by the file's modification
-time. An imported run's kind is ``import``; `settings` keeps the kind it had
-(``imported_from``) and its files.
+`import_files` (`atom history import`) records ``--atom-report DIR`` runs' ``results.json``
+files from elsewhere (CI shards, artifacts). By default the files are one run, the shards
+of one CI run (a spec in two files is an error naming both), whose id is made from the
+shards' own run ids, so importing the same shards again changes nothing; with `each`, one
+run per file, each keeping its own id. A file without ``history`` (`last-run.json`) brings
+what its rows say, dated by the file's modification time. An imported run's kind is
+``import``; `settings` keeps the kind it had (``imported_from``) and its files.
 
 Secrets: a check's detail and a criterion's reasons go through the scrubber; records hold no
 transcript, only the executor's tool names.
@@ -87,9 +84,8 @@ def item_record(
     scrubber: Scrubber | None = None,
     run_id: str = "",
 ) -> ItemRecord:
-    """The item `result` ran (`repeat`: which of its repeats); `outcome` as pytest finally
-    reported it, when that differs from the result's own (a snapshot mismatch fails a
-    passed run)."""
+    """The item `result` ran; `outcome` as pytest finally reported it, when that differs
+    from the result's own (a snapshot mismatch fails a passed run)."""
     spec, case, arm = identity(result.spec)
     verdict = result.verdict
     criteria = tuple(
@@ -140,8 +136,7 @@ def item_record(
 
 
 def item_of_spec(spec: Spec, repeat: int | None, outcome: str, why: str = "") -> ItemRecord:
-    """An item with no result: the harness could not run it (``error``) or it was not
-    started (``skipped``, at the spending limit)."""
+    """An item with no result: not run (``error``) or not started (``skipped``, at the limit)."""
     name, case, arm = identity(spec)
     return ItemRecord(
         run_id="",
@@ -178,8 +173,7 @@ def item_of_properties(
     case: str | None = None,
     arm: str | None = None,
 ) -> ItemRecord:
-    """An item from a report's figures (`reports.properties`): its outcome, tokens and
-    cost by role, wall time. Its checks, criteria and tool calls are not among them."""
+    """An item from a report's figures (`reports.properties`), without checks or tool calls."""
     path, name, repeat = _split_nodeid(nodeid)
     arm = arm if arm is not None else (str(props["atom_arm"]) if props.get("atom_arm") else None)
     tokens: dict[str, int] = {}
@@ -269,8 +263,7 @@ def first_version(versions: Iterable[str | None]) -> str | None:
 
 
 def write_run(where: str, root: Path, run: RunRecord, items: Sequence[ItemRecord]) -> str | None:
-    """Record `run` in the store `where` names; None when it is written (or the store is
-    off), else the warning line to show: the store, what went wrong and the fix."""
+    """Record `run` in the store `where` names; None when written, else the warning line to show."""
     url = store_url(where, root)  # `none` opens a store that records nothing
     try:
         store = open_store(url, root)
@@ -309,8 +302,7 @@ class Imported:
 
 
 def read_file(path: Path) -> ResultsFile:
-    """A results file (or a ``--atom-report`` folder holding one); HistoryError naming the
-    file and what it should be."""
+    """A results file (or a ``--atom-report`` folder holding one); HistoryError says why not."""
     file = path / _RESULTS if path.is_dir() else path
     try:
         rows = read_results(file)
@@ -381,7 +373,7 @@ def _holds(store: Store, run_id: str) -> bool:
 
 
 def import_files(store: Store, paths: Sequence[Path], *, each: bool = False) -> Imported:
-    """Record the results files at `paths` in `store` (see the module docstring)."""
+    """Record the results files at `paths` in `store`."""
     files = [read_file(path) for path in paths]
     if each:
         batches = [(_as_import(f.run, [f.path]), list(f.items.values())) for f in files]

@@ -1,9 +1,8 @@
 """`atom import`: a finished Claude Code session (its transcript or stream-json log) as a spec.
 
 `read_session` reads either record into one `Session` (`stream_json` reads stream-json,
-`cli_transcript` the CLI's own transcript format; neither imports the other), and `writer` writes
-the spec, its script and the session's tool results, which the ``tool_results`` check
-(`pytest_atom.checks.kinds.tool_results`) compares a run with.
+`cli_transcript` the CLI's own transcript format), and `writer` writes the spec, its script
+and the session's tool results, which the ``tool_results`` check compares a run with.
 
 Public: the names in `__all__`; every module here is private.
 """

@@ -12,10 +12,8 @@ The CLI appends one JSON object a line as the session goes. The lines `atom impo
   ``isSidechain`` (true: a subagent's line, in transcripts of releases that kept subagents in
   the session's file).
 
-Other lines (``summary``, ``queue-operation``, ``file-history-snapshot``, ``attachment``,
-``api-request``, ``system``, ...) say nothing a script needs and are passed over. An answer's
-blocks are the same as in stream-json, so each message is parsed by `pytest_atom.events`
-like a stream-json event.
+Other lines (``summary``, ``file-history-snapshot``, ``system``, ...) are passed over. An
+answer's blocks are the same as in stream-json, so `pytest_atom.events` parses each message.
 
 Lines form a tree by ``parentUuid``: a prompt the user edited or rewound to starts a branch,
 and the abandoned one stays in the file. The conversation is the chain from the last line back

@@ -1,20 +1,14 @@
 """Sessions of pytest-atom's own runs, as `atom import` meets them.
 
-A run keeps Claude Code's transcripts in its run folder
-(``.atom/runs/<spec>-<stamp>-<id>/claude-config/projects/``), and the agent's session ran in
-the run's copy of the spec's workspace (``…/attempts/a01``). Two things there must not reach
-an imported spec:
+A run keeps Claude Code's transcripts in its run folder, and the agent's session ran in the
+run's copy of the spec's workspace (``…/attempts/a01``). Two things there must not reach an
+imported spec:
 
 - the harness's wrapper around the prompt: the reader keeps the spec's task alone
-  (`Session.wrapper`, `pytest_atom.prompts.split_first_message`);
-- the run's folder as the workspace. Retention deletes run folders (``keep_runs``,
-  ``keep_runs_size``), and the folder holds where the session ended, not where it started:
-  the task done, ``USER_PROMPT.md``, the harness's ``.claude/``. `refusal` says so and names
-  the spec the run came from and its workspace, which is what the session started from;
-  ``atom import --workspace`` takes it.
-
-Copying the run's folder into a place the user names was the other way, and is left out on
-purpose: a copy keeps the session's result, so a replay would start with the work done.
+  (`Session.wrapper`);
+- the run's folder as the workspace: retention deletes it, and it holds where the session
+  ended, not where it started (a copy would start a replay with the work done). `refusal`
+  names the spec's workspace instead, which ``atom import --workspace`` takes.
 
 The reflector's and the planner's sessions of a run sit beside the agent's, in the same
 folder: their first prompt carries no task, and `not_the_agent` names the agent's file.
@@ -54,10 +48,8 @@ class OwnRun:
 
 
 def own_run(cwd: str | None) -> OwnRun | None:
-    """The run folder `cwd` lies in: the outermost folder on its path named as pytest-atom
-    names run folders (`parse_run_name`) that sits in ``.atom/runs/`` or holds the run's
-    ``attempts/`` (a ``--atom-runs-dir`` elsewhere); None for any other folder. A folder no
-    longer on this machine is told by its path alone."""
+    """The outermost folder on `cwd`'s path named as a run folder, in ``.atom/runs/`` or holding
+    ``attempts/`` (told by its path alone); None for any other folder."""
     if not cwd:
         return None
     path = Path(cwd)
@@ -98,8 +90,7 @@ def _carries_task(path: Path) -> bool:
 
 
 def refusal(run: OwnRun, cwd: str, out: Path) -> SessionError:
-    """Why the session's folder cannot be the spec's workspace, and what to give instead:
-    the workspace of the spec the run came from, found by name in the project of `out`."""
+    """Why the session's folder cannot be the spec's workspace, and the spec's workspace instead."""
     where = (
         f"the session ran in {cwd}, a folder of the pytest-atom run {run.folder}: retention "
         "deletes run folders (keep_runs, keep_runs_size), and it holds where the session "
@@ -129,8 +120,7 @@ def refusal(run: OwnRun, cwd: str, out: Path) -> SessionError:
 
 
 def _origin(run: OwnRun, root: Path, out: Path) -> Spec | None:
-    """The spec named as `run`'s folder is, among the spec files of `root` (every folder
-    but the one the run folders are in, where the runs' copies are)."""
+    """The spec named as `run`'s folder is, among the spec files of `root` outside the runs."""
     runs = run.folder.parent
     paths = [out] if out.is_dir() else []
     for child in sorted(root.iterdir()) if root.is_dir() else ():

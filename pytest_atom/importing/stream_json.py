@@ -1,10 +1,9 @@
 """A finished Claude Code session as `atom import` reads it, from either of the CLI's two records.
 
-A session reaches `atom import` as the CLI's own transcript (``projects/<cwd slug>/<id>.jsonl``,
-read by `pytest_atom.importing.cli_transcript`) or as the ``--output-format stream-json`` log of one
-or more ``claude -p`` calls, read here through the project's one stream parser
-(`pytest_atom.events`). Both become one `Session`: the first prompt, the main agent's
-turns with their tool calls and the results the session saw, and where it ran.
+A session is the CLI's own transcript (`pytest_atom.importing.cli_transcript`) or the
+``--output-format stream-json`` log of one or more ``claude -p`` calls, read here through
+`pytest_atom.events`. Both become one `Session`: the first prompt, the main agent's turns
+with their tool calls and the results the session saw, and where it ran.
 
 What a scripted replay cannot play is refused here, with the file and line that shows it:
 
@@ -88,8 +87,7 @@ class Session:
 
 
 def decode_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """Every non-blank line of `path` as a JSON object, with its line number; a line that is
-    not one is an error naming the file and line."""
+    """Every non-blank line of `path` as a JSON object, with its line number."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -113,8 +111,7 @@ def decode_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def sniff(path: Path, lines: Iterable[tuple[int, Mapping[str, Any]]]) -> Format:
-    """Which record `lines` are: a transcript's lines carry ``sessionId`` (and user and
-    assistant lines ``parentUuid``), stream-json's carry ``session_id``."""
+    """Which record `lines` are: a transcript's lines carry ``sessionId``, stream-json's not."""
     first = None
     for number, raw in lines:
         first = first or number
@@ -147,9 +144,8 @@ def fold_assistant(
     number: int,
     event: events.MessageUsage | events.AssistantText | events.ToolCall,
 ) -> None:
-    """One event of an assistant message into its turn (made on the message's first event):
-    its text, a thinking block counted, a tool call (a server tool's refused). Both readers,
-    stream-json and the transcript, fold assistant messages here."""
+    """One event of an assistant message into its turn (made on the message's first event),
+    for both readers: its text, a thinking block counted, a tool call (a server tool's refused)."""
     turn = turns.get(event.message_id)
     if turn is None:
         turn = turns[event.message_id] = SessionTurn(event.message_id, number)
@@ -176,8 +172,7 @@ def fold_assistant(
 
 
 def read_stream_json(path: Path, lines: list[tuple[int, dict[str, Any]]]) -> Session:
-    """A stream-json log: the events of `pytest_atom.events`, one ``claude -p`` call per
-    ``system/init``. The log does not carry the prompt (`Session.prompt` is None)."""
+    """A stream-json log: one ``claude -p`` call per ``system/init``; it carries no prompt."""
     session = Session(path, "stream-json", None, [])
     turns: dict[str, SessionTurn] = {}
     calls: dict[str, SessionCall] = {}

@@ -69,10 +69,8 @@ def write_spec(
     prompt: str | None = None,
     workspace: Path | None = None,
 ) -> Imported:
-    """Write `session` as a scripted spec under `out`; refuse to overwrite anything.
-
-    `workspace` is the folder the spec's workspace is, in place of the session's folder
-    (which one of pytest-atom's own runs may not give: `own_runs.refusal`)."""
+    """Write `session` as a scripted spec under `out`, overwriting nothing; `workspace`
+    replaces the session's folder as the spec's workspace."""
     out = out.resolve()
     name = _spec_name(name or default_name(session))
     spec_path, script_path, results_path = _new_paths(out, name)
@@ -131,8 +129,7 @@ def _spec_name(name: str) -> str:
 
 
 def _prompt(session: Session, prompt: str | None, notes: list[str]) -> str:
-    """The spec's prompt (``--prompt``, else the session's), noting in `notes` what the
-    spec leaves out of the session: its thinking and later user messages."""
+    """The spec's prompt (``--prompt``, else the session's); `notes` say what it leaves out."""
     text = prompt or session.prompt
     if text is None:
         text = "TODO: the prompt that started this session (a stream-json log does not carry it)"
@@ -188,8 +185,7 @@ def default_name(session: Session) -> str:
 
 
 def relative(value: Any, cwd: str | None) -> Any:
-    """`value` with the session's folder `cwd` as relative paths (``./x``, so a command that
-    ran a script by its path still does), through lists and mappings."""
+    """`value` with the session's folder `cwd` as ``./``-relative paths, through any nesting."""
     if cwd is None:
         return value
     if isinstance(value, str):
@@ -269,9 +265,7 @@ def _checks(session: Session, cwd: str | None, results: str) -> list[dict[str, A
 
 
 def _folder(session: Session, cwd: str | None, out: Path, given: Path | None) -> Path | None:
-    """The folder the workspace is: `given` (``--workspace``), else the session's, which a
-    pytest-atom run folder may not be (retention deletes it); nor is a run's reflector
-    or planner session the agent's."""
+    """The workspace folder: `given` (``--workspace``), else the session's, if not a run folder."""
     run = own_run(cwd)
     if run is not None and session.wrapper is None:
         raise not_the_agent(session, run)
@@ -366,8 +360,7 @@ def _block(value: str) -> bool:
 
 
 def _results(session: Session, cwd: str | None) -> tuple[dict[str, Any], list[str]]:
-    """What each tool call gave, in order, for the spec's ``tool_results`` check; and the
-    file's header."""
+    """What each tool call gave, in order, for the spec's ``tool_results`` check."""
     results = {
         "session": session.path.name,
         "calls": [_result_entry(n, c, cwd) for n, c in enumerate(session.calls, start=1)],

@@ -5,11 +5,10 @@ depend on, as named parts and one value), kept with its record; with ``--atom-ca
 item whose digest a stored passing item has is reported from the store, and `atom history
 why SPEC` names the parts that changed since.
 
-- `cache`: `OutcomeCache`, the harness's `run.harness.AroundRun` the suite gives it; when a
-  stored outcome may stand in for a run (`uncacheable`), and the result that reports it.
-- `input_digest`: `InputDigest` and its fixed parts (`PARTS`).
-- `inputs`: the parts that are files and folders (code in the process, files a spec names,
-  the toolchain), walked once per session (`Reads`); what the digest cannot see (`unseen`).
+- `cache`: `OutcomeCache` (a `run.harness.AroundRun`), and when a stored outcome may stand
+  in for a run (`uncacheable`).
+- `input_digest`: `InputDigest` and its fixed parts (`PARTS`); `inputs`: the parts that are
+  files and folders, and what the digest cannot see (`unseen`).
 - `why`: `atom history why`, item by item.
 
 Where to add: a new input is a part in `input_digest.PARTS` (or a named part found in

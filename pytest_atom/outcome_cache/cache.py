@@ -1,17 +1,13 @@
 """The outcome cache: an item whose inputs are those of a stored passing item is not run.
 
-`OutcomeCache` stands around each of the harness's runs (`run.harness.AroundRun`) when the
-history store is on: it computes the item's input digest and stamps it on the result, so
-the store records it. With ``--atom-cache`` it first looks for the newest stored item of
-the same (spec, case, arm) with those inputs (`InputDigest.matches`: part by part, so code
-the stored session loaded and this one does not is no change) and, when that one passed
-(passed, xpassed, or xfailed as its spec expects), reports it instead: a `SpecResult` with
-`cached_from` set, no attempt, no CLI started, nothing spent.
+`OutcomeCache` stands around each of the harness's runs when the history store is on: it
+stamps the item's input digest on the result, so the store records it. With ``--atom-cache``
+it first looks for the newest stored item of the same (spec, case, arm) with those inputs
+(`InputDigest.matches`) and, when that one passed, reports it instead: no attempt, no CLI
+started, nothing spent.
 
-Only a replay of a cassette that exists, or a scripted run, is taken from the cache
-(`uncacheable`): a recording and ``--atom-rejudge`` always run, as does a spec with
-`snapshot:` and one whose run can reach what the digest cannot see (`inputs.unseen`) unless
-the spec trusts it. A digest that cannot be computed leaves the item to run and report it.
+A recording and ``--atom-rejudge`` always run (`uncacheable` lists every such rule). A
+digest that cannot be computed leaves the item to run and report it.
 
 Repeats are served whole or not at all, from the newest stored session in which every
 repeat had today's inputs, when all of them passed there: a threshold over repeats
@@ -49,8 +45,7 @@ LOOK_BACK = 50
 
 
 class OutcomeCache:
-    """Digests every run of a session; with `enabled` (``--atom-cache``) reports a stored
-    passing item in place of a run whose digest it has."""
+    """Digests every run; with `enabled` (``--atom-cache``) reports a stored pass in its place."""
 
     def __init__(
         self,
@@ -92,8 +87,7 @@ class OutcomeCache:
         repeat: int | None,
         run: Callable[[], SpecResult],
     ) -> SpecResult:
-        """The stored outcome when the cache is on and has one, else `run()`'s result; each
-        with the item's digest."""
+        """The stored outcome when the cache has one, else `run()`'s; each with its digest."""
         started = time.perf_counter()
         found = self.digest(spec, settings, repeat)
         stored = self._lookup(spec, found, settings, repeat)
@@ -134,9 +128,8 @@ class OutcomeCache:
     def _series(self, spec: Spec, settings: RunSettings) -> dict[int, ItemRecord] | None:
         """Every repeat of `spec`'s series from one stored session, or None: all of them
         run. The newest session in which each repeat 1..N had its digest of now decides:
-        it stands in when every repeat passed there. Decided once per series, so each
-        repeat's item (on any worker: the store is read, not written, in a session) gets
-        the same answer."""
+        it stands in when every repeat passed there. Decided once per series, so every
+        repeat (on any worker) gets the same answer."""
         key = identity(spec)
         if key not in self._decided:
             self._decided[key] = None
@@ -164,10 +157,9 @@ class OutcomeCache:
 
 
 def uncacheable(spec: Spec, settings: RunSettings) -> str:
-    """Why no stored outcome may stand in for `spec`'s run, or "": a stored outcome stands
-    in only for a replay of a cassette that exists or a scripted run (a recording never),
-    of a spec without snapshots and no trigger suite's prompt, whose run reaches nothing the digest cannot see that the
-    spec does not trust (`inputs.unseen`)."""
+    """Why no stored outcome may stand in for `spec`'s run, or "": one stands in only for a
+    replay of an existing cassette or a scripted run, of a spec without snapshots and no
+    trigger suite's prompt, whose run reaches nothing untrusted the digest cannot see."""
     from pytest_atom.outcome_cache.inputs import TRUSTS
     from pytest_atom.replay.recording import cassette_path
 
@@ -191,8 +183,7 @@ def uncacheable(spec: Spec, settings: RunSettings) -> str:
 def session_cache(
     settings: RunSettings, root: Path, config: AtomConfig | None, runs_dir: Path
 ) -> OutcomeCache | None:
-    """The session's outcome cache: None when the history store is off (nothing to record
-    a digest in, nothing to recall); digesting only, unless ``--atom-cache``."""
+    """The session's outcome cache (None: no history store); only digesting without --atom-cache."""
     url = store_url(settings.history, root)
     if url == OFF:
         return None
@@ -206,8 +197,7 @@ def cached_result(
     found: InputDigest,
     seconds: float,
 ) -> SpecResult:
-    """The result that reports `stored` for `spec`: no attempt, the stored item's outcome,
-    score, checks, criteria and tool calls, its run folder if it is still there."""
+    """The result that reports `stored` for `spec`: no attempt, the stored item's figures."""
     from pytest_atom.reports.text import TEXT  # the format a result renders its report with
 
     folder = Path(stored.run_folder) if stored.run_folder else None

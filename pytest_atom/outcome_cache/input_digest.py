@@ -99,14 +99,10 @@ def input_digest(
     reads: Reads | None = None,
     code_at: Sequence[str] | None = None,
 ) -> InputDigest:
-    """`spec`'s input digest as it would run now (`repeat`: which of its repeats), with the
-    project's `config` (`.atom/config.yaml`) and its runs folder (never part of a workspace).
-    `reads` is the session's memo of what is walked once (a fresh one when None);
-    `code_at` names the code places to hash instead of this process's (a stored item's:
-    `atom history why` runs in a process that loaded other code).
-
-    AtomError when an input cannot be read as the run would read it (a `ref:` that is no
-    commit, an unset ``${VAR}``): the caller runs the item, which reports it."""
+    """`spec`'s input digest as it would run now, with the project's `config` and runs folder;
+    `reads`: the session's memo of what is walked once; `code_at`: the code places to hash
+    instead of this process's (a stored item's, for `atom history why`). AtomError when an input
+    cannot be read as the run would read it: the caller runs the item, which reports it."""
 
     spec = spec.with_limits(config)  # the run's own view of the spec
     root = config.root if config is not None else None
@@ -146,9 +142,8 @@ def describe(part: str) -> str:
 
 
 def _sdk_app_part(spec: Spec, root: Path | None) -> dict[str, str]:
-    """The code a spec's agent kind runs beside pytest-atom (`agent: {sdk: ...}`: the
-    app), found where the run imports it from (`AgentKind.source`): it runs in a child
-    process, so pytest's own modules do not hold it."""
+    """The code a spec's agent kind runs in a child process (an SDK app), found where the
+    run imports it from (`AgentKind.source`): pytest's own modules do not hold it."""
     from pytest_atom.agents.protocol import agent_kind
     from pytest_atom.outcome_cache.inputs import code_hash
     from pytest_atom.run.factory import agent_import_paths
@@ -236,8 +231,7 @@ def _claude_version(spec: Spec) -> str:
 
 
 def _environment(spec: Spec) -> dict[str, str]:
-    """What the run's processes get from the caller and the spec (`environment.build_env`
-    without the run's folders): the passed variables, the fixed ones, the spec's `env:`."""
+    """`environment.build_env` without the run's folders."""
     from pytest_atom.environment import FIXED, passed
     from pytest_atom.spec.env import expand_env
 
@@ -256,9 +250,7 @@ def _commands(spec: Spec) -> list[str]:
 
 
 def _settings_part(config: AtomConfig | None) -> str:
-    """The project's configuration file and tools (the settings resolved from it are each a
-    ``setting NAME`` part; its prompts are the run's own resolution:
-    `inputs.resolved_files`)."""
+    """The project's configuration file and tools (each resolved setting is a part of its own)."""
     values: dict[str, Any] = {}
     if config is not None:
         values["config"] = _file_part(config.path)

@@ -2,10 +2,8 @@
 finds them, each one named part, so `atom history why` names the file or folder that changed:
 
 - ``code PATH``: each top-level package or module loaded in pytest's process that is not
-  the standard library (conftest files, plugins, check kinds, pytest-atom itself) by its
-  ``.py`` and extension files; the libraries pytest-atom requires as ``code dist:NAME``, by
-  their installed ``RECORD``; an SDK app's code, which runs in a child process. Taken once
-  per session (`Reads`), after the session's machinery is loaded;
+  the standard library, by its ``.py`` and extension files; the libraries pytest-atom
+  requires as ``code dist:NAME``, by their ``RECORD``; an SDK app's code;
 - ``file PATH``: every file the spec names or its run resolves: the files its checks name,
   its oracle, its CLAUDE.md file, the prompt folders the run searches, and files an MCP
   server or hook command names by absolute path;
@@ -57,9 +55,7 @@ def label(path: Path, root: Path | None) -> str:
 
 
 class Reads:
-    """One session's memo of what is walked once per session: the code in pytest's process,
-    the toolchain's folders, the folders a spec names (prompts). A new session (a new
-    `OutcomeCache`) walks them afresh."""
+    """One session's memo of the code, toolchain folders and prompt folders it walked once."""
 
     def __init__(self, root: Path | None) -> None:
         self.root = root
@@ -68,11 +64,10 @@ class Reads:
         self._folders: dict[Path, str] = {}
 
     def code(self) -> dict[str, str]:
-        """``code`` parts of the code in this process, taken on first use: pytest-atom's own
-        package by content, the distributions it requires by their ``RECORD`` (loaded or
-        not, so a report format's imports change nothing), and every other module loaded
-        once what running a spec imports is loaded (a session served from the cache runs
-        nothing): conftest files, plugins, check kinds and what they import."""
+        """``code`` parts of the code in this process, taken on first use: pytest-atom's own package
+        by content, its required distributions by their ``RECORD`` (loaded or not, so a report
+        format's imports change nothing), and, once what running a spec imports is loaded, every
+        other module loaded: conftest files, plugins, check kinds and what they import."""
         from pytest_atom.run.harness import Harness
 
         if self._code is None:
@@ -89,8 +84,7 @@ class Reads:
         return dict(self._code)
 
     def code_at(self, labels: Sequence[str]) -> dict[str, str]:
-        """``code`` parts for the code named (a stored item's), hashed now: how a process
-        that did not load it (`atom history why`) compares it."""
+        """``code`` parts for the code a stored item named, hashed now (for `atom history why`)."""
         return {
             f"code {name}": (
                 record_hash(name[5:])
@@ -101,8 +95,7 @@ class Reads:
         }
 
     def file_or_folder(self, path: Path) -> str:
-        """A file by its bytes (`digest.content`: read again only when its stat changed),
-        a folder by its files, walked once per session."""
+        """A file by its bytes (`digest.content`), a folder by its files: walked once a session."""
         if not path.is_dir():
             return digest.content(path)
         if path not in self._folders:
@@ -110,8 +103,7 @@ class Reads:
         return self._folders[path]
 
     def toolchain(self, path_value: str) -> dict[str, str]:
-        """``toolchain PATH`` parts: the folders on `path_value`, with the interpreters'
-        site-packages and node_modules beside them, each walked once per session."""
+        """``toolchain PATH`` parts of `path_value`'s `toolchain_folders`, walked once a session."""
         found: dict[str, str] = {}
         for folder in toolchain_folders(path_value):
             if folder not in self._trees:
@@ -125,8 +117,7 @@ _OWN = "pytest-atom"
 
 
 def required() -> list[str]:
-    """The distributions pytest-atom requires, directly or through another (extras aside),
-    by name: the libraries its own machinery may import in any session."""
+    """The distributions pytest-atom requires, directly or not (extras aside), by name."""
     from importlib import metadata
 
     found: dict[str, None] = {}
@@ -149,8 +140,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def record_hash(name: str) -> str:
-    """An installed distribution by its ``RECORD`` (each file's path and hash, as the
-    installer wrote them); ``absent`` when it is not installed."""
+    """An installed distribution by its ``RECORD``; ``absent`` when it is not installed."""
     from importlib import metadata
 
     try:
@@ -173,9 +163,8 @@ def required_places(names: Sequence[str]) -> set[Path]:
 
 
 def loaded_code() -> set[Path]:
-    """Each top-level package folder or module file loaded in this process that is not the
-    standard library: the sys.path entry it was imported from and its first component, or
-    the file itself when no entry holds it (a conftest imported by path)."""
+    """Each top-level package folder or module file loaded in this process, outside the
+    standard library: (its sys.path entry, its first component), or the file itself."""
     entries = sorted({os.path.abspath(p or ".") for p in sys.path}, key=len, reverse=True)
     places: set[Path] = set()
     for name, module in list(sys.modules.items()):
@@ -193,8 +182,7 @@ def loaded_code() -> set[Path]:
 
 
 def code_hash(place: Path) -> str:
-    """A module file's bytes, or a package folder's code files (`CODE_SUFFIXES`) by their
-    relative paths and bytes."""
+    """A module file's bytes, or a package folder's code files by relative path and bytes."""
     if not place.is_dir():
         return digest.content(place)
     files = sorted(
@@ -208,9 +196,8 @@ def code_hash(place: Path) -> str:
 
 
 def toolchain_folders(path_value: str) -> list[Path]:
-    """The folders on a PATH value, each followed by the package folders of the prefix it
-    belongs to (``PREFIX/bin`` → ``PREFIX/lib/python*/site-packages``, ``dist-packages``,
-    ``PREFIX/lib/node_modules``): what the run's interpreters import."""
+    """The folders on a PATH value, each followed by its prefix's package folders
+    (site-packages, dist-packages, node_modules): what the run's interpreters import."""
     found: dict[Path, Path] = {}  # by the real folder: /bin and /usr/bin are often one
     for entry in path_value.split(os.pathsep):
         if not entry or not os.path.isabs(entry):
@@ -227,8 +214,7 @@ def toolchain_folders(path_value: str) -> list[Path]:
 def resolved_files(
     spec: Spec, project_dir: Path | None, config: AtomConfig | None, reads: Reads
 ) -> dict[str, str]:
-    """``file PATH`` parts: each file the spec names or its run resolves, by its bytes (a
-    folder, such as a prompt folder, by its files: once per session, `reads`)."""
+    """``file PATH`` parts: each file the spec names or its run resolves (a folder by its files)."""
     from pytest_atom.run.spec_run import prompt_loader
 
     named: dict[Path, None] = {}
@@ -245,8 +231,6 @@ def resolved_files(
 
 
 def _leaves(value: Any) -> Iterator[Any]:
-    """Every value inside nested mappings, lists and tuples: a check's parameters (their
-    paths as its kind resolved them: `Entry.spec_file`), a server's or a hook's command."""
     if isinstance(value, Mapping):
         for item in value.values():
             yield from _leaves(item)
@@ -258,8 +242,7 @@ def _leaves(value: Any) -> Iterator[Any]:
 
 
 def _named_by_commands(spec: Spec) -> Iterator[Path]:
-    """Files an MCP server's or a hook's command names by absolute path (a relative one is
-    in the workspace, which its own part covers)."""
+    """Files an MCP server's or a hook's command names by absolute path."""
     options = spec.claude
     values: list[Any] = [options.mcp_servers or {}, options.hooks or {}]
     values.append((options.settings or {}).get("hooks") or {})

@@ -2,12 +2,10 @@
 outcome, so a user knows whether ``--atom-cache`` will report them or run them, and why.
 
 For each item (case, arm, repeat) of the spec, the last run that ran it in the store is
-compared with its input digest now (`outcome_cache.input_digest`), part by part: the fixed parts
-(`PARTS`), and each module, file and toolchain folder by its path. The code parts are hashed
-at the places the stored item named: this process loaded other code than pytest's. An item
-stored without a digest (recorded with the store off, imported, or before digests) is
-unknown: every part counts as changed, never "unchanged". An item the cache never serves
-(a recording, a spec whose run reaches what the digest cannot see) says so.
+compared with its input digest now, part by part. The code parts are hashed at the places
+the stored item named: this process loaded other code than pytest's. An item stored without
+a digest is unknown: every part counts as changed, never "unchanged". An item the cache
+never serves says so.
 """
 
 from __future__ import annotations
@@ -33,15 +31,13 @@ if TYPE_CHECKING:
 #: An item's digest now: (spec, repeat, the code places to hash: a stored item's, None:
 #: this process's) -> its digest, None when an input cannot be read.
 DigestOf = Callable[["Spec", "int | None", "Sequence[str] | None"], "InputDigest | None"]
-#: Why an item is never served from the cache, or "" (`cache.uncacheable` with the
-#: session's settings).
+#: Why an item is never served from the cache, or "" (`cache.uncacheable`).
 Blocked = Callable[["Spec"], str]
 
 
 @dataclass(frozen=True)
 class ItemWhy:
-    """One item: its last stored record (None: never stored), the parts changed since, and
-    whether the outcome cache would report it now."""
+    """One item: its last stored record, the parts changed since, whether the cache serves it."""
 
     spec: str
     case: str | None
@@ -56,8 +52,7 @@ class ItemWhy:
 
     @property
     def cached_now(self) -> bool:
-        """Whether ``--atom-cache`` would report the stored outcome instead of running (a
-        repeat only with all of its series: `cache.OutcomeCache._series`)."""
+        """Whether ``--atom-cache`` would report the stored outcome (a repeat: with its series)."""
         return (
             self.stored is not None
             and not self.changed
@@ -104,9 +99,8 @@ class ItemWhy:
 
 
 def specs_named(store: Store, name: str, load: Callable[[Path], list[Spec]]) -> list[Spec]:
-    """The specs `name` stands for: a spec file's (``*.atom.yaml``), else the specs of that
-    base name, loaded from the files the store last ran them from. HistoryError when the
-    store holds no spec of that name and it is no spec file."""
+    """The specs `name` stands for: a spec file's, else the specs of that base name, loaded
+    from the files the store last ran them from; HistoryError when there are none."""
     given = Path(name)
     if name.endswith(SPEC_SUFFIX) and given.is_file():
         return load(given)
@@ -130,9 +124,7 @@ def why_items(
     repeats: int = 1,
     blocked: Blocked = lambda spec: "",
 ) -> list[ItemWhy]:
-    """Each item of `specs` against its last stored run: the repeats that run stored (else
-    `repeats`), each compared with its digest now; `blocked` says why the cache never
-    serves a spec."""
+    """Each item of `specs` against its last stored run; `blocked`: why the cache never serves."""
     out: list[ItemWhy] = []
     for spec in specs:
         name, case, arm = identity(spec)
@@ -163,11 +155,9 @@ def _item_why(
 
 
 def why_now(harness: Harness, name: str) -> tuple[str, list[ItemWhy]]:
-    """The store `harness`'s settings name, and each item of the spec `name` (as `atom
-    history` lists it, or a spec file) against its last stored run, with its digest now
-    as a `pytest --atom` session of the project would take it: its settings, check kinds
-    and runs folder, but the code the stored item named (pytest loaded it; this process
-    did not). HistoryError when the store is off or cannot be read."""
+    """The store `harness`'s settings name, and each item of spec `name` against its last stored
+    run, digested now as a session would but for the code the stored item named. HistoryError
+    when the store is off or cannot be read."""
     from pytest_atom.history.store import open_store
     from pytest_atom.history.urls import OFF, store_url
     from pytest_atom.outcome_cache.cache import uncacheable

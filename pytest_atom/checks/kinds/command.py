@@ -136,8 +136,7 @@ KIND = Command()
 
 
 def _unsandboxed(entry: Entry, value: dict[str, Any]) -> bool:
-    """A command check's way out of the sandbox: ``unsandboxed: true`` with its ``reason:``,
-    both or neither, so that every way out is explained in the spec itself."""
+    """``unsandboxed: true`` and its ``reason:``, both or neither: every way out is explained."""
     unsandboxed, reason = bool(value.get("unsandboxed")), value.get("reason")
     if unsandboxed and reason is None:
         raise entry.error(
@@ -156,9 +155,8 @@ def _unsandboxed(entry: Entry, value: dict[str, Any]) -> bool:
 
 
 def stdout_diff(expected: str, actual: str, limit: int = DIFF_LINES) -> tuple[str, str]:
-    """A one-line summary and a unified diff of expected vs actual stdout, trailing
-    newlines ignored; the diff is cut after `limit` lines, so that reports, which show an
-    evidence's last lines, still show its start."""
+    """A one-line summary and a unified diff of expected vs actual stdout, trailing newlines
+    ignored, cut after `limit` lines so reports, which show an evidence's end, show its start."""
     want, got = expected.rstrip("\n").split("\n"), actual.rstrip("\n").split("\n")
     first = next(
         (i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b),

@@ -1,10 +1,9 @@
 """``tool_results: FILE``: did each tool call give the result the imported session saw?
 
-`atom import` writes the results a session's tools gave, call by call, beside the spec, and a
-``tool_results: <file>`` check compares a run's main-agent calls with them in order. A scripted
-replay plays the session's calls whatever their results, so this is where a workspace that is
-not what the session started from shows: the check fails and names each call whose result
-differs (``call 2 Read calc.py: the session saw …, this run gave …``).
+`atom import` writes the results a session's tools gave beside the spec; this check compares
+a run's main-agent calls with them in order. A scripted replay plays the session's calls
+whatever their results, so this is where a workspace that is not what the session started
+from shows: the check names each call whose result differs.
 
 Both sides are compared in a normal form, so what only differs by machine or release does not
 count:
@@ -12,8 +11,7 @@ count:
 - the session's folder and the run's workspace both read as relative paths;
 - wall times (``1 passed in 0.03s``) are ``<DURATION>``;
 - ``<system-reminder>`` blocks the CLI appends to results are left out;
-- a Read result's line-number gutter (``     1→`` in old releases, ``1\\t`` in new) is left
-  out;
+- a Read result's line-number gutter (``     1→`` or ``1\\t``) is left out;
 - the file tools' own success messages (Write, Edit, MultiEdit, NotebookEdit), which the CLI
   words itself and rewords between releases, count only as success or error: the checks on
   the files judge what they wrote.
@@ -64,8 +62,7 @@ def normal_result(text: str, folders: Iterable[str | Path] = ()) -> str:
 
 
 def comparable(tool: str, text: str, is_error: bool) -> str:
-    """What of a normal result is compared: a file tool's success only as such, a Read
-    result without its gutter, any other as it is."""
+    """What of a normal result is compared: a file tool's success only as such, a Read's body."""
     if tool in WRITE_TOOLS and not is_error:
         return "(succeeded)"
     if tool == "Read":
