@@ -165,8 +165,7 @@ class AtomRuntime:
             sleep: how retry waits happen (tests pass a recorder, so nothing really waits).
             reply: a conversation's user (`pytest_atom.run.simulated_user`): after each
                 iteration, the next message, or None when the user is done (then the run
-                succeeded); the exit signal is not looked for.
-        """
+                succeeded); the exit signal is not looked for."""
         self.system_prompt = system_prompt
         self.conversation_dir = Path(conversation_dir)
         self.max_iterations = max_iterations
@@ -211,8 +210,7 @@ class AtomRuntime:
         """Iterate until done; never raises for the CLI's failures, reports them instead.
 
         `message` replaces what the first iteration says (the system prompt and the task),
-        for a run that continues an earlier conversation, such as a refine attempt.
-        """
+        for a run that continues an earlier conversation, such as a refine attempt."""
         started = time.monotonic()
         deadline = started + self.timeout if self.timeout else None
         try:

@@ -130,8 +130,7 @@ def atom_settings() -> dict[str, Any]:
     """pytest-atom settings for the tests (and specs) below this conftest: override it.
 
     Keys as in `pytest_atom.RunSettings`. The command line and ``@pytest.mark.atom(...)``
-    win over it; it wins over the ini file and ``.atom/config.yaml``.
-    """
+    win over it; it wins over the ini file and ``.atom/config.yaml``."""
     return {}
 
 

@@ -74,8 +74,7 @@ def end_with_parent() -> None:
 
     For a pytest-xdist worker, whose controller a `kill -9` may end: killed, it takes the
     trees it spawned with it (their supervisors' parent-death signal). A thread looks every
-    `PARENT_POLL` seconds; none is started in a process that never spawns anything.
-    """
+    `PARENT_POLL` seconds; none is started in a process that never spawns anything."""
     _PARENT.setdefault("pid", os.getppid())
 
 
@@ -104,8 +103,7 @@ def spawn(args: Sequence[str] | str, **options: Any) -> subprocess.Popen[Any]:
     The `Popen` returned is the supervisor's: its pid leads the process group (with
     ``start_new_session=True``); its exit status (``-N`` when a signal ended it), stdin,
     stdout and stderr are the command's. A command that cannot be started raises the
-    `OSError` Popen would, naming it.
-    """
+    `OSError` Popen would, naming it."""
     import subprocess
 
     _watch_parent()
@@ -152,8 +150,7 @@ def kill_process_tree(proc: subprocess.Popen[Any]) -> None:
 
     The CLI starts its Bash tool's shell in a session of its own, out of reach of a
     process-group kill; the tree is collected before anything dies, as orphans are
-    re-parented. Under a supervisor, its SIGTERM ends whatever the collection missed.
-    """
+    re-parented. Under a supervisor, its SIGTERM ends whatever the collection missed."""
     import signal
     import subprocess
     import time
@@ -191,8 +188,7 @@ def supervise(argv: list[str]) -> int:
 
     Every signal it acts on is blocked and taken with sigwaitinfo: no handler runs between
     a child's reaping and the reading of its status. SIGUSR1 is the parent's death; it also
-    comes when the parent's *thread* that spawned this one ends, so the parent is checked.
-    """
+    comes when the parent's *thread* that spawned this one ends, so the parent is checked."""
     sig = _signals()
     report, parent, command = int(argv[0]), int(argv[1]), argv[2:]
     stops = {sig.SIGTERM, sig.SIGINT, sig.SIGHUP}

@@ -45,8 +45,7 @@ class SdkAgent:
     """The executor of a spec whose `agent:` is an SDK app; built by `run.factory`.
 
     `session` is the one the CLI agent it stands in for would run with, so an SDK spec is
-    configured (``claude:``, ``sandbox:``, ``limits:``) like any other.
-    """
+    configured (``claude:``, ``sandbox:``, ``limits:``) like any other."""
 
     role: Role = "executor"
     loops = False

@@ -101,8 +101,7 @@ class Dollars:
 
     `spent` is what the run paid an API (0 when scripted, replayed or cached).
     `list_price` is Claude Code's price of every session the run's figures hold, paid or
-    not (the roles' dollars added up): what recording these sessions costs.
-    """
+    not (the roles' dollars added up): what recording these sessions costs."""
 
     spent: float = 0.0
     list_price: float = 0.0
@@ -189,8 +188,7 @@ def subagent_cost(
     The CLI prices usage per model, not per session: a model the main session did not
     use is the other sessions' alone; the main model's cost is split by price-weighted
     tokens (output 5x input, cache writes 1.25x, cache reads 0.1x): an estimate. The
-    call's total stays exact.
-    """
+    call's total stays exact."""
     models = {k: v for k, v in model_usage.items() if isinstance(v, Mapping)}
     if not models:
         return 0.0

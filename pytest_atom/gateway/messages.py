@@ -128,8 +128,7 @@ def parse_sse(text: str) -> list[tuple[str, str]]:
 def coalesce_sse(text: str) -> str:
     """Merge each content block's many deltas into one, keeping every other event as is:
     a cassette then reads as the model's words, and a path split across two deltas becomes
-    one string normalization can find. Anything that does not parse is returned unchanged.
-    """
+    one string normalization can find. Anything that does not parse is returned unchanged."""
     try:
         events = [(name, json.loads(data)) for name, data in parse_sse(text)]
     except ValueError:
@@ -190,8 +189,7 @@ def fold_sse(text: str) -> dict[str, Any]:
     Returns ``{"content": blocks, "usage": usage, "model": model, "error": event or
     None}``: each block with its deltas folded in (a tool call's JSON input parsed, if it
     parses), the usage merged (`cost.billing.merge_usage`), the model that answered, and the
-    last ``error`` event. Events that are not JSON objects are skipped.
-    """
+    last ``error`` event. Events that are not JSON objects are skipped."""
     blocks: dict[int, dict[str, Any]] = {}
     usages: list[Any] = []
     model: str | None = None

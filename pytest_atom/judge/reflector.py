@@ -88,8 +88,7 @@ def combine_votes(votes: Sequence[Verdict]) -> Verdict:
     score one session gave, one wild session cannot move it, and it lies above the
     threshold exactly when most votes do, the same majority the criteria follow. The
     decision, feedback and rollback target are the median vote's, so they explain its
-    score; a flaky note from any vote is kept.
-    """
+    score; a flaky note from any vote is kept."""
     if not votes:
         raise ValueError("combine_votes needs at least one verdict")
     if len(votes) == 1:

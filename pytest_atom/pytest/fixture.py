@@ -57,8 +57,7 @@ class AtomFixture:
 
         Inline keys are the spec format's; `workspace` and `script` may be paths (relative
         to the test file), `script` also a mapping of turns. An inline spec's cassette lives
-        at ``cassettes/<test file stem>/<test name>.yaml`` beside the test file.
-        """
+        at ``cassettes/<test file stem>/<test name>.yaml`` beside the test file."""
         harness, node = self._harness(), self._request.node
         registry = harness.registry(node.ihook)
         try:

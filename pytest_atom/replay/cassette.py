@@ -75,7 +75,6 @@ class Malformed(AtomError, ValueError):
     not JSON); the message says where and what it holds."""
 
 
-#: What `get(key, _MISSING)` gives for a key the file leaves out.
 _MISSING: Any = object()
 
 
@@ -130,7 +129,6 @@ def _headers(value: Any, where: str) -> dict[str, str]:
 
 
 def _body_json(raw: str) -> Any:
-    """The body's JSON, or the text itself when it is not JSON."""
     try:
         return json.loads(raw)
     except ValueError:
@@ -224,9 +222,8 @@ def _json_text(value: Any) -> str:
 
 
 def _ref(value: Any) -> str | None:
-    """The block name when `value` is a reference ({"$shared": name}), else None. Only
-    where refs are written (system, tools, each message), where the Messages API never has
-    a one-key object, so no real body is mistaken for one."""
+    """The block name when `value` is a reference ({"$shared": name}), else None. Refs sit
+    only where the Messages API never has a one-key object, so no real body looks like one."""
     if isinstance(value, dict) and len(value) == 1:
         name = value.get(SHARED)
         return name if isinstance(name, str) else None
@@ -405,9 +402,8 @@ def _fix(path: Path, metadata: Any, text: str) -> str:
 
 
 def _cut_short(text: str, data: Any, where: str, *, problem: bool = True) -> str | None:
-    """How the file was cut short, when it was: it starts as a cassette, but vcrpy's
-    closing `version:` key is missing and (unless pytest-atom wrote it) something else is
-    wrong too."""
+    """How the file was cut short: it starts as a cassette, but vcrpy's closing `version:`
+    key is missing and (unless pytest-atom wrote it) something else is wrong too."""
     closed = "version" in data if isinstance(data, dict) else bool(_VERSION_LINE.search(text))
     ours = text.startswith(HEADER)
     if closed or not (ours or _CASSETTE_START.search(text)) or not (problem or ours):

@@ -1,14 +1,12 @@
 """Find secret values in free text with Yelp's detect-secrets, cheaply enough for every body.
 
-What the Scrubber's known values and token shapes miss is a secret the run never announced:
-``AWS_SECRET_ACCESS_KEY=…`` in a file the agent reads, ``"api_key": "…"`` in a JSON config,
-a provider token in a tool result. detect-secrets knows those: its keyword plugin, its
-provider plugins (AWS, GitHub, Slack, Stripe, JWT, …) and its entropy measure.
+What the Scrubber's known values and token shapes miss is a secret the run never announced
+(``AWS_SECRET_ACCESS_KEY=…`` in a file the agent reads, a provider token in a tool result).
 
-It scans at milliseconds a line, and every request body resends a large system prompt and
-the whole conversation. So a cheap trigger (an assignment to a secret-ish name, or a long
-token) picks the few windows worth a look, each window's findings are cached, and the
-package is imported only when a first window needs it (a few hundred milliseconds).
+detect-secrets scans at milliseconds a line, and every request body resends the system prompt
+and the whole conversation: so a cheap trigger (an assignment to a secret-ish name, or a long
+token) picks the few windows worth a look, findings are cached per window, and the package
+is imported only when a first window needs it.
 
 Entropy alone is never enough: thinking signatures, tool-use ids and hashes are random
 too, and scrubbing them would break replay. It is the second opinion for names the
@@ -125,10 +123,8 @@ _ESCAPED_BREAK = re.compile(r"(?:\\{1,2}r)?\\{1,2}n")
 
 
 def _views(window: str) -> Iterator[str]:
-    """The window's lines as written and as decoded from up to two levels of JSON escaping
-    (a file's content inside a tool call's JSON inside a stream event). A view still escaped
-    is cut at its escaped line breaks too, so a value never runs on into the next line.
-    """
+    """The window's lines as written and as decoded from up to two levels of JSON escaping;
+    a view still escaped is cut at its escaped line breaks, so no value runs on past one."""
     seen: set[str] = set()
     view = window
     for _ in range(3):
@@ -216,8 +212,7 @@ def _assigned_value(line: str, match: Match[str], group: int) -> str:
 
 def _plausible(value: str, *, strict: bool) -> bool:
     """Could this value be a credential, rather than a name, a path, a template or a number?
-    ``strict`` (names the keyword plugin does not list): also 12 characters or more, with a
-    digit, and (checked by the caller) random-looking."""
+    ``strict``: also 12 characters or more, with a digit (random-looking: the caller checks)."""
     from detect_secrets.filters import heuristic
 
     if len(value) < (12 if strict else _MIN_VALUE) or "<" in value or ">" in value:

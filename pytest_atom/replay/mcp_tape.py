@@ -236,8 +236,7 @@ def _keep(
 def replay(folder: Path, server: str) -> int:
     """Answer from the tape, until the CLI hangs up; log what it does not hold. The same
     request asked again takes the next recorded answer (then the last one again), counted
-    across the run's sessions in ``FOLDER/NAME.served``, as a stateful server answers.
-    """
+    across the run's sessions in ``FOLDER/NAME.served``, as a stateful server answers."""
     tape_file = folder / TAPE_FILE
     tape = json.loads(tape_file.read_text(encoding="utf-8")) if tape_file.is_file() else {}
     by_key: dict[str, list[dict[str, Any]]] = {}
@@ -316,8 +315,7 @@ class Era:
       recorded ``server/discover`` (its capabilities less the notification flags, its server
       info, the client's protocol version), and later results lose the modern-only fields;
     - a modern client's ``server/discover`` on a handshake-era tape gets "method not found",
-      upon which the client falls back to ``initialize``.
-    """
+      upon which the client falls back to ``initialize``."""
 
     def __init__(self, exchanges: list[dict[str, Any]]) -> None:
         methods = [str(e.get("request", {}).get("method")) for e in exchanges]

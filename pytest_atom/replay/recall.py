@@ -60,8 +60,7 @@ def folder_hash(folder: Path, paths_out: Callable[[str], str]) -> str:
 class Recall:
     """One run's recall: what a replay takes from its cassette instead of a session, and
     what a recording (refresh, re-judge) writes down so a later replay can. `enabled` only
-    for a plain replay without ``--atom-judge=rerun``; without a `tape`, every key is None.
-    """
+    for a plain replay without ``--atom-judge=rerun``; without a `tape`, every key is None."""
 
     def __init__(
         self,

@@ -207,8 +207,7 @@ class ModelSource:
         A failed recording goes to `<name>.partial.yaml`; a successful one replaces the
         cassette and removes a stale partial. A recording an upstream fault disturbed whose
         spec (`passed`) then failed is kept as a partial too: the fault may be why. A passing
-        one that met a fault is replayed offline (`prove`) before it replaces the cassette.
-        """
+        one that met a fault is replayed offline (`prove`) before it replaces the cassette."""
         if self.upstream_gateway is not None:
             self.upstream_gateway.stop()
         tape = self.tape

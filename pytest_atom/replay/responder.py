@@ -214,8 +214,7 @@ class CassetteResponder(Forwarding):
         subagent that finishes while the main agent is between requests has its notification
         folded into the main agent's next message, one that finishes later gets a message of
         its own. Answering in the recorded order makes a replay take the same path. A request
-        the live run never sends stops holding anyone after `ORDER_WAIT` seconds.
-        """
+        the live run never sends stops holding anyone after `ORDER_WAIT` seconds."""
         if self._kinds[index] not in CONVERSATION_KINDS:
             return
 
@@ -335,8 +334,7 @@ class CassetteResponder(Forwarding):
 
         A session is its requests from one that carries the opening turn alone up to the
         next such request; its answer is the last StructuredOutput call it received (the CLI
-        asks again when one fails the schema).
-        """
+        asks again when one fails the schema)."""
         with self._lock:
             session: list[int] = []
             for index, recorded in enumerate(self.cassette.interactions):

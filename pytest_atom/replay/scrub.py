@@ -98,8 +98,7 @@ def secret_values(env: Mapping[str, str]) -> dict[str, str]:
     """NAME -> value of the values in `env` that count as secrets, the one rule for a spec's
     `env:`, the caller's `pass_env:` variables and a project's ``.env*`` files: a secret-looking
     name or a token-shaped value, and a value `_is_secret_value` keeps (``DEBUG: "1"`` or
-    ``APP_ENV: development`` stay: replacing such words everywhere would shred every text).
-    """
+    ``APP_ENV: development`` stay: replacing such words everywhere would shred every text)."""
     return {
         name: value
         for name, value in env.items()
@@ -179,8 +178,7 @@ def remember_spec_secrets(spec: Spec, *folders: Path | None) -> None:
 
 def _b(shape: str) -> str:
     """Anchor a shape at a token boundary ("task-..." is no "sk-..." key) *after* its first
-    letter: re only skips ahead to candidate characters when every branch opens with a literal.
-    """
+    letter: re only skips ahead to candidate characters when every branch opens with a literal."""
     return f"{shape[0]}(?<![A-Za-z0-9]{shape[0]}){shape[1:]}"
 
 
@@ -244,8 +242,7 @@ class Scrubber:
 
     ``env`` (default: ``os.environ``, read once here, and the remembered secrets) contributes
     the values of variables whose names match SECRET_NAME; ``extra`` adds explicit
-    ``{placeholder_name: value}`` pairs and wins when both name the same value.
-    """
+    ``{placeholder_name: value}`` pairs and wins when both name the same value."""
 
     def __init__(
         self,
@@ -326,8 +323,7 @@ class Scrubber:
         detect-secrets finds ``<SECRET:REDACTED>``, wherever the found value occurs. A value
         found earlier by this Scrubber is redacted too: a recorded answer that repeats a
         secret the request assigned loses it (`scrub_obj` does not apply what it found
-        elsewhere, as replay matches on a request's scrubbed form). Scrub before cutting.
-        """
+        elsewhere, as replay matches on a request's scrubbed form). Scrub before cutting."""
         return Scrubbed(self._scrub(text, []))
 
     def scrub_obj(self, obj: Any) -> Any:
@@ -335,8 +331,7 @@ class Scrubber:
 
         A value found anywhere in ``obj`` (``{"api_key": "…"}`` counts as an assignment) is
         replaced in every string of it: the result depends on ``obj`` alone, so a replayed
-        request scrubs exactly as its recording did.
-        """
+        request scrubs exactly as its recording did."""
         found: list[str] = []
         values: set[str] = set()
 
@@ -369,8 +364,7 @@ class Scrubber:
         """Scrub every file below the ``folders`` in place (the CLI's own state in a run
         folder); returns the files that changed. All files are scrubbed as one object, so a
         secret assigned in one is redacted in all; bytes that are not UTF-8 pass through;
-        symlinks are not followed; a rewrite replaces the file atomically.
-        """
+        symlinks are not followed; a rewrite replaces the file atomically."""
         files = sorted(
             p
             for folder in folders

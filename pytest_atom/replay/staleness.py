@@ -113,8 +113,7 @@ def config_staleness(spec: Spec, cassette: Cassette) -> list[StaleReason]:
     The configuration reaches the model only in part (a skill's text only once invoked), so
     a changed piece may replay unnoticed: like a changed script, it makes the cassette
     stale. A cassette recorded before configuration hashes were stored (no ``prompt_hash``
-    either) has nothing to compare; one since without ``config_hashes`` had no configuration.
-    """
+    either) has nothing to compare; one since without ``config_hashes`` had no configuration."""
     recorded = cassette.metadata.get("config_hashes")
     if not isinstance(recorded, dict):
         if not cassette.metadata.get("prompt_hash"):
@@ -178,8 +177,7 @@ def script_misfit(spec: Spec, cassette: Cassette) -> str | None:
     """Why the answers a cassette recorded from a script are not what the spec's script
     answers now; None when they are (or when it was not recorded from a script). A replay
     never reads the script, so only this tells whether it was edited since. Each lane is
-    compared in order; a script may hold turns the recording never used.
-    """
+    compared in order; a script may hold turns the recording never used."""
     if not recorded_from_script(cassette) or spec.script is None:
         return None
     try:

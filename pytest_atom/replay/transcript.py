@@ -75,8 +75,7 @@ class ToolUse:
     """One tool call and what the CLI answered (``result`` None: no answer came); an
     ``Agent`` call holds the turns of the subagent it started. ``event`` is the index of the
     stream-json line that carried the call (only it orders concurrent subagents' calls);
-    ``denied`` says who refused the call (`Denial.reason`), None for a call that ran.
-    """
+    ``denied`` says who refused the call (`Denial.reason`), None for a call that ran."""
 
     id: str
     name: str
@@ -142,8 +141,7 @@ class Mark:
 
     `name` is the skill's name, the subagent's type, the MCP server, or who refused the
     call (a `Denial.reason`); `tool` is an MCP call's tool. `text` is the one wording every
-    view uses (``skill greet``, ``refused by a hook``); `tag` brackets it for plain text.
-    """
+    view uses (``skill greet``, ``refused by a hook``); `tag` brackets it for plain text."""
 
     kind: MarkKind
     name: str

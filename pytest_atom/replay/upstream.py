@@ -71,8 +71,7 @@ class Forwarding:
         A refused, reset or silent upstream becomes an API error naming it (502 or 504,
         which the CLI retries), a transient status (429, 529, 5xx) passes through but stays
         out of the cassette, and a stream that breaks off reaches the CLI as it broke. Each
-        is noted in `faults`, so a recording that never got past one is not saved.
-        """
+        is noted in `faults`, so a recording that never got past one is not saved."""
         upstream = self._send_upstream(request, live)
         if isinstance(upstream, Reply):
             return upstream
@@ -90,8 +89,7 @@ class Forwarding:
     def _send_upstream(self, request: GatewayRequest, live: Any) -> httpx.Response | Reply:
         """The upstream's streamed response, or the API error that stands in for one that
         never came (502 refused or reset, 504 silent). While it waits, the request is listed
-        in `_waiting`: a run that ends before the upstream answered reports it as a fault.
-        """
+        in `_waiting`: a run that ends before the upstream answered reports it as a fault."""
         assert self._client is not None and self.upstream is not None
         # The role marker goes on too: a scripted upstream plays each role's lane by it.
         headers = {k: v for k, v in request.headers.items() if k not in _HOP_BY_HOP}
@@ -154,8 +152,7 @@ class Forwarding:
         connection makes it resend the identical request, a clean end makes it take the cut
         answer as the turn, an overload event makes it continue with "Your response above
         was cut off…" once a block had ended, else give the call up), so a replay that ends
-        the stream the same way at the same point (`CUT_HEADER`) makes it do the same again.
-        """
+        the stream the same way at the same point (`CUT_HEADER`) makes it do the same again."""
         sse = "text/event-stream" in upstream.headers.get("content-type", "")
         chunks: list[bytes] = []
         pending = b""  # SSE: the start of an event not yet complete

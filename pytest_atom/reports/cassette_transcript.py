@@ -132,8 +132,7 @@ def cassette_lines(path: Path, data: Cassette, max_lines: int = 15) -> Iterator[
     content, the answer's text and tool calls, token usage), then totals.
 
     `max_lines` bounds each text and tool result (0: everything, and no shortening).
-    Interactions are numbered from 1 in file order, as `atom cassette check` numbers them.
-    """
+    Interactions are numbered from 1 in file order, as `atom cassette check` numbers them."""
     return _CassetteTranscript(max_lines).lines(path, data)
 
 
@@ -291,8 +290,7 @@ class _CassetteTranscript:
         system prompt (cache breakpoints aside) and fewer messages; else the latest one whose
         answers the request carries back (a later ``claude -p`` call of the same session:
         Claude Code then merges its ``role: system`` entries into the first user message,
-        so that message differs); else a new one.
-        """
+        so that message differs); else a new one."""
         messages = body["messages"]
         key = _dumps(_without_cache_control([messages[:1], body.get("system")]))
         if len(messages) > 1:
@@ -382,8 +380,7 @@ class _CassetteTranscript:
         [(line index past the call, its description, the subagent's session)].
 
         A subagent's conversation starts from the prompt its Agent call gave it; each call
-        takes the first session so started that no other call took.
-        """
+        takes the first session so started that no other call took."""
         nested: dict[int, list[tuple[int, str, _Session]]] = {}
         taken: set[int] = set()
         for parent in self.sessions:

@@ -71,8 +71,7 @@ def judge(
     A failed check, or an agent that never signalled completion, fails whatever the score;
     without criteria the checks decide. Gated by ``criteria`` (`effective_gate`), every
     gated criterion must be met by its vote majority and the score is not read; an
-    advisory criterion (`CriterionVerdict.gates`) never fails an attempt nor asks for another.
-    """
+    advisory criterion (`CriterionVerdict.gates`) never fails an attempt nor asks for another."""
     if not completed or not all(c.passed for c in checks):
         return "fail"
     if verdict is None:
@@ -198,8 +197,7 @@ def decide(facts: RunFacts) -> Outcome:
 
     A replay divergence, a harness error, then a broken script decide an error, whatever
     the agent did (an xfail spec's too). A pass needs the last attempt's ``proceed``, every
-    step committed and every plan valid. A recording failed by its upstream is an error.
-    """
+    step committed and every plan valid. A recording failed by its upstream is an error."""
     f = facts
     expected = f.xfail or None
     if f.divergence is not None:

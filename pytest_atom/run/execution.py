@@ -364,8 +364,7 @@ class AttemptLoop:
         A replay whose reflector request diverged failed on the divergence; any other
         reflector failure is the harness's own. `reflector: {votes: N}` runs N sessions in
         turn (a script's and a cassette's are taken in that order), combined by
-        `combine_votes`.
-        """
+        `combine_votes`."""
         if not (self.spec.criteria and attempt.completed):
             return True
         votes = []

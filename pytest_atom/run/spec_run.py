@@ -78,8 +78,7 @@ def run_spec(
     the executor's events and the harness's own (`results.harness_events`) as they
     arrive. `repeat` and `settings.seed` draw a stochastic script's choices. Once
     `scope.spend` is reached the spec does not start (SpendingLimitReached), and a run
-    under way is stopped.
-    """
+    under way is stopped."""
     scope = scope or RunScope()
     spend, project_dir = scope.spend, scope.project_dir
     if spend is not None and spend.reached:
@@ -189,8 +188,7 @@ def _drive(
     Until the run says otherwise it counts as failed: Ctrl-C or a crash keeps the
     cassette. A timeout, or a CLI that gave up, is a failed recording; an agent that
     failed its checks is a faithful one. A workspace that could not be made leaves no run
-    folder, unless the run was resuming one.
-    """
+    folder, unless the run was resuming one."""
     failed = True
     exchanges: list[Exchange] = []
     try:

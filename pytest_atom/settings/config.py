@@ -99,8 +99,7 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> AtomCon
     """Load the project configuration: `path` (``--config``, relative to `cwd`; it must
     exist), else ``.atom/config.yaml`` searched from `cwd` upwards, else the defaults. The
     project folder holds the file's ``.atom/``; for an explicit file elsewhere it is the
-    file's own folder, so relative paths in a file mean the same wherever it is used from.
-    """
+    file's own folder, so relative paths in a file mean the same wherever it is used from."""
     base = (cwd or Path.cwd()).resolve()
     if path is None:
         found = find_config(base)

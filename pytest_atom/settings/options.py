@@ -73,8 +73,7 @@ class Option:
 
     A path given on a command line is taken from the folder the command ran in (pytest's
     ``invocation_params.dir``, ``atom run``'s current folder); in a file (the ini file,
-    ``.atom/config.yaml``) from the project's root.
-    """
+    ``.atom/config.yaml``) from the project's root."""
 
     kind: Kind
     help: str

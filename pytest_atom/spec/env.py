@@ -35,8 +35,7 @@ def expand_env(spec: Spec, environ: Mapping[str, str] | None = None) -> dict[str
 
     A value drawn from a secret-looking variable (``${DB_PASSWORD}``) stays a secret: that
     variable is in the caller's environment under its own name, which every `Scrubber`
-    reads, so the value is scrubbed wherever it lands.
-    """
+    reads, so the value is scrubbed wherever it lands."""
     source = os.environ if environ is None else environ
     out: dict[str, str] = {}
     for key, value in spec.env.items():

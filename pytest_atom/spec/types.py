@@ -55,8 +55,7 @@ class ClaudeOptions:
     """Extra Claude Code CLI options; defaults mirror ``spec_schema.json``.
 
     Grep and Glob are allowed by default because allowing them is what makes the CLI
-    offer them: its native builds leave them out unless they are asked for.
-    """
+    offer them: its native builds leave them out unless they are asked for."""
 
     permission_mode: str = "acceptEdits"
     allowed_tools: tuple[str, ...] = ("Bash", "Edit", "Read", "Write", "Grep", "Glob")
@@ -116,8 +115,7 @@ class UserSpec:
     With `script` the user's turns are these messages and no model runs; else `model` plays
     `persona` after `goal` in a session of its own. The conversation ends when the user says
     it is done or after `max_turns` messages, the prompt included. `answers` answer the
-    agent's `AskUserQuestion` questions, in order, when no model plays the user.
-    """
+    agent's `AskUserQuestion` questions, in order, when no model plays the user."""
 
     persona: str = ""
     goal: str = ""
@@ -137,8 +135,7 @@ class CalibrationFloor:
     judge's calibration (`atom calibrate`) before its verdict may fail a run: Cohen's κ
     against the human labels at least `min_kappa`, on at least `min_samples` samples; below
     it, stale or missing, the verdict is advisory (judge.trust). None: `min_kappa` from
-    ``--atom-require-calibration`` (unset: any κ), `min_samples` `DEFAULT_MIN_SAMPLES`.
-    """
+    ``--atom-require-calibration`` (unset: any κ), `min_samples` `DEFAULT_MIN_SAMPLES`."""
 
     min_kappa: float | None = None
     min_samples: int | None = None
@@ -315,8 +312,7 @@ class Spec:
         """This spec as it runs in its project (`config`): its own limits over the
         project's, per key, and the project's `pass_env:` in front of its own. The timeout
         is the spec's, else the project's ``limits.timeout``, else 600 s; `Spec.timeout`
-        carries it too, so every report names the timeout that applied.
-        """
+        carries it too, so every report names the timeout that applied."""
         limits = self.limits.over(config.limits if config is not None else Limits())
         timeout = limits.timeout if limits.timeout is not None else self.timeout
         passed = tuple(dict.fromkeys([*(config.pass_env if config else ()), *self.pass_env]))

@@ -31,8 +31,7 @@ def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = (
     (all of a document's schema errors at once: the first, with the others in its `more`).
 
     ``check_kinds`` names check kinds registered by plugins: an ``accept`` entry of such a
-    kind holds a mapping (its params as is) or a scalar ``x`` (``{"value": x}``).
-    """
+    kind holds a mapping (its params as is) or a scalar ``x`` (``{"value": x}``)."""
     file = Path(path).resolve()
     try:
         text = file.read_text(encoding="utf-8")

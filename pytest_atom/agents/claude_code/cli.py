@@ -42,8 +42,7 @@ def find_claude() -> Path:
     """Locate `claude`: ``$ATOM_CLAUDE_BIN``, then the pinned per-user install, then ``PATH``.
 
     The pinned install comes before PATH so that a newer global CLI does not silently
-    change the requests a cassette was recorded with.
-    """
+    change the requests a cassette was recorded with."""
     return find_pinned(
         "ATOM_CLAUDE_BIN",
         cached_claude(),

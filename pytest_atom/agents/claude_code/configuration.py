@@ -115,8 +115,7 @@ def settings(options: ClaudeOptions, wrap: Wrap | None = None) -> dict[str, Any]
     Claude Code runs a hook outside its Bash sandbox, in the caller's process namespace, and
     a hook may run a script the agent wrote. With `wrap` (the run's sandbox) each command
     hook runs inside it; one marked ``unsandboxed: true`` (with its ``reason:``) runs as
-    written. Both keys are pytest-atom's and never reach the CLI.
-    """
+    written. Both keys are pytest-atom's and never reach the CLI."""
     data: dict[str, Any] = copy.deepcopy(dict(options.settings or {}))
     if options.hooks:
         data["hooks"] = confined_hooks(options.hooks, wrap)
@@ -153,8 +152,7 @@ def mcp_server_entry(
     Without a `tape` (a scripted run) the server runs as configured; recording, behind the
     recording proxy; replaying, a stand-in answering from the cassette takes its place. A
     server that is not stdio has no command to wrap. `wrap` puts a server that runs for
-    real in the run's sandbox: inside the recording proxy, which writes the tape outside it.
-    """
+    real in the run's sandbox: inside the recording proxy, which writes the tape outside it."""
     built = copy.deepcopy(dict(entry))
     if built.get("type", "stdio") != "stdio" or "command" not in built:
         return built

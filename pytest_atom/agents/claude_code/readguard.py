@@ -95,8 +95,7 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
     so do the folders a Python environment among them imports from (`_installed_elsewhere`;
     of one that holds the run folder, only its packages). A candidate that would re-open the
     home or a folder holding one of `protected` falls back to the entry alone, or is left
-    out when even that would.
-    """
+    out when even that would."""
     readable = _Readable(Path(os.path.normpath(home)), protected)
     add = readable.add
     roots = [add(e, True) for e in env.get("PATH", "").split(os.pathsep) if e]

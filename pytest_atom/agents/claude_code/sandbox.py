@@ -126,8 +126,7 @@ class Confinement:
 
         The settings go to a file in the run folder rather than inline: the CLI names the
         file in its system prompt, and a run path is normalized, where an inline JSON's
-        name is its hash.
-        """
+        name is its hash."""
         config = config or ClaudeOptions()
         self.boundary.mkdir(parents=True, exist_ok=True)
         (self.boundary / ".git").mkdir(exist_ok=True)
@@ -212,8 +211,7 @@ class Confinement:
 
         Sandboxed commands run without asking only when the spec allows Bash. With the
         sandbox, and a CLI that takes it, the agent reads only what `readguard` allows;
-        `env` is the CLI's environment, whose toolchains stay readable.
-        """
+        `env` is the CLI's environment, whose toolchains stay readable."""
         data: dict[str, Any] = {"claudeMdExcludes": _memory_excludes(cwd)}
         if self.file_tools_inside and readguard.guards_reads(cli_version):
             data["permissions"] = {"blockReadsOutsideWorkingDirectories": True}
@@ -299,8 +297,7 @@ def refuse_workspace_hooks(cwd: Path, plugins: Sequence[Path] = ()) -> None:
 
     Claude Code runs those hooks itself, outside the run's sandbox, and reads them afresh at
     each start: nothing the harness passes can confine them. The spec's ``claude: hooks:``
-    runs each hook confined, so that is where they go.
-    """
+    runs each hook confined, so that is where they go."""
     for rel in WORKSPACE_SETTINGS:
         path = cwd / rel
         try:
@@ -348,8 +345,7 @@ def _memory_excludes(cwd: Path) -> list[str]:
     """claudeMdExcludes patterns for the memory files of every folder above `cwd`.
 
     The CLI matches them with picomatch, where a glob character in a folder name cannot be
-    escaped; it becomes ``?``, which matches it (and, harmlessly, any other character).
-    """
+    escaped; it becomes ``?``, which matches it (and, harmlessly, any other character)."""
     folders: list[Path] = []
     for start in dict.fromkeys((cwd, cwd.resolve())):
         folders += [p for p in start.parents if p != Path(p.anchor)]

@@ -43,8 +43,7 @@ class AgentSession:
     """The parts of one agent's sessions: built once, read by every agent that runs them.
 
     `env` None runs the CLI in the caller's own environment; `confinement` None runs it as
-    it comes, with whatever settings it finds; `budget` is shared by every call of a run.
-    """
+    it comes, with whatever settings it finds; `budget` is shared by every call of a run."""
 
     binary: Path
     env: Mapping[str, str] | None = None
@@ -98,8 +97,7 @@ class AgentSession:
         """Make a session resumable from another folder (a new attempt's copy of the work).
 
         The CLI resumes a session only from the folder it was filed under
-        (``projects/<cli_slug of the cwd>``): a copy of the transcript there continues it.
-        """
+        (``projects/<cli_slug of the cwd>``): a copy of the transcript there continues it."""
         config = self.config_dir
         target = config / "projects" / cli_slug(conversation_dir.resolve())
         # Every folder the session went through holds a copy; the newest is the conversation.
