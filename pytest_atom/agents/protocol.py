@@ -46,10 +46,8 @@ class SessionRunner(Protocol):
 
 
 class Agent(SessionRunner, Protocol):
-    """An agent the harness can run, continue and ask for structured answers.
-
-    `run` sends `prompt` in `conversation_dir`: a pinned `session_id` starts the session,
-    or continues it once it exists (with `use_context`)."""
+    """An agent the harness can run, continue and ask for structured answers; `run`'s pinned
+    `session_id` starts the session, or continues it once it exists (`use_context`)."""
 
     #: Whose session this is; every model request it sends is marked so (wire.roles).
     role: Role

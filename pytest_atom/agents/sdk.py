@@ -42,10 +42,8 @@ _POLL = 0.05  # seconds between looks at the growing log
 
 
 class SdkAgent:
-    """The executor of a spec whose `agent:` is an SDK app; built by `run.factory`.
-
-    `session` is the one the CLI agent it stands in for would run with, so an SDK spec is
-    configured (``claude:``, ``sandbox:``, ``limits:``) like any other."""
+    """The executor of a spec whose `agent:` is an SDK app; built by `run.factory` with the
+    CLI agent's `session`, so an SDK spec is configured like any other."""
 
     role: Role = "executor"
     loops = False

@@ -184,12 +184,10 @@ def _fold_delta(block: dict[str, Any], delta: Mapping[str, Any]) -> None:
 
 
 def fold_sse(text: str) -> dict[str, Any]:
-    """The message an SSE body carries, the inverse of `sse_stream`, for reading a recording.
-
-    Returns ``{"content": blocks, "usage": usage, "model": model, "error": event or
-    None}``: each block with its deltas folded in (a tool call's JSON input parsed, if it
-    parses), the usage merged (`cost.billing.merge_usage`), the model that answered, and the
-    last ``error`` event. Events that are not JSON objects are skipped."""
+    """The message an SSE body carries, the inverse of `sse_stream`, for reading a recording:
+    ``{"content", "usage", "model", "error"}``, each block with its deltas folded in, the
+    usage merged (`cost.billing.merge_usage`), the last ``error`` event. Non-JSON events are
+    skipped."""
     blocks: dict[int, dict[str, Any]] = {}
     usages: list[Any] = []
     model: str | None = None

@@ -323,9 +323,8 @@ class ScriptedResponder:
         self._lock = threading.Lock()
         self._next = {"turns": 0, "reflector": 0, "planner": 0, "user": 0}
         self._side = 0
-        #: Why the script could not answer (it ran out of turns), the first time it could
-        #: not: the spec's own fault, which a run reports as a spec error (`decide`), never
-        #: as the agent's failure.
+        #: Why the script first could not answer (it ran out of turns): the spec's fault, a
+        #: spec error (`decide`), never the agent's failure.
         self.script_error: str | None = None
 
     def respond(self, request: GatewayRequest) -> Reply:

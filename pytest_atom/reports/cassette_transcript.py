@@ -128,11 +128,9 @@ def _answers(messages: list[Any]) -> dict[int, str]:
 
 
 def cassette_lines(path: Path, data: Cassette, max_lines: int = 15) -> Iterator[Line]:
-    """A cassette as a transcript: its metadata, every session's turns (the new user
-    content, the answer's text and tool calls, token usage), then totals.
-
-    `max_lines` bounds each text and tool result (0: everything, and no shortening).
-    Interactions are numbered from 1 in file order, as `atom cassette check` numbers them."""
+    """A cassette as a transcript: its metadata, every session's turns, then totals.
+    `max_lines` bounds each text and tool result (0: everything); interactions are numbered
+    from 1 in file order, as `atom cassette check` numbers them."""
     return _CassetteTranscript(max_lines).lines(path, data)
 
 
@@ -377,10 +375,8 @@ class _CassetteTranscript:
 
     def nest(self) -> dict[int, list[tuple[int, str, _Session]]]:
         """Which sessions are subagents, and under which Agent call: id(parent) ->
-        [(line index past the call, its description, the subagent's session)].
-
-        A subagent's conversation starts from the prompt its Agent call gave it; each call
-        takes the first session so started that no other call took."""
+        [(line index past the call, its description, the subagent's session)]; each call
+        takes the first session started from its prompt that no other call took."""
         nested: dict[int, list[tuple[int, str, _Session]]] = {}
         taken: set[int] = set()
         for parent in self.sessions:

@@ -19,14 +19,12 @@ figures ``atom.*``. Claude Code's stream gives an answer's output tokens only in
 session's total: a ``chat`` span carries input tokens, its ``invoke_agent`` span the
 session's exact tokens and cost.
 
-Times: results say how long the spec and each session took, not when each call happened.
-The spec ends when its view was built, its sessions follow one another, each as long as it
-took, and a session's calls share its time in equal slices, in their order.
+Times: results say how long each session took, not when each call happened: sessions follow
+one another up to when the view was built, and a session's calls share its time equally.
 
-Two steps, as the HTML page's: `spec_spans` builds one run's tree where the spec ran,
-scrubbed, clipped and JSON-able (`view`); `finish` joins every run's tree under the
-session's root and sends it, so under xdist the session is still one trace (a CI matrix's
-shards each send their own).
+Two steps, as the HTML page's: `spec_spans` builds one run's tree where the spec ran
+(`view`); `finish` joins every run's tree under the session's root, so under xdist the
+session is still one trace.
 """
 
 from __future__ import annotations

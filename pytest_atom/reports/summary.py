@@ -199,8 +199,7 @@ def _summary_cells(row: SummaryRow, roles: tuple[str, ...], compared: bool) -> t
         "" if row.attempts is None else str(row.attempts),
         "" if row.iterations is None else str(row.iterations),
         # Every session's, as HTML, JUnit (atom_tokens) and the trace say; the role
-        # columns that follow break it down (the agent's own, which limits and baselines
-        # count: executor and subagents).
+        # columns that follow break it down.
         "" if row.tokens is None else str(row.tokens),
         *(_role_cell(row, role) for role in roles),
         f"{row.cost_usd:.4f}",  # spent

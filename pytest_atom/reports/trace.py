@@ -1,9 +1,8 @@
 """Invocation traces as data: one document per spec run, in the shape `trace_schema.json` states.
 
 A trace says what ran (``atom_ref``), how it ended (``state``), under which limits, with
-which observed effects and at what cost, with one child per attempt; a multi-step spec's
-children are its steps, each with its attempts and rollbacks (in planner mode a rollback
-carries its re-plan, and the steps it dropped follow as ``dropped``).
+which effects and at what cost, with one child per attempt (a multi-step spec's: per step,
+each with its attempts and rollbacks; a planner's rollback carries its re-plan).
 
 Not a format itself: the JSON trace format writes it and the HTML page shows it.
 """

@@ -1,11 +1,9 @@
 """`atom bisect`: the first Claude Code release that changes how a spec's cassette replays.
 
 A cassette pins the model's side of a session, so what a new Claude Code release changes
-shows when the cassette is replayed with it: another outcome or another sequence of tool
-calls. npm's list of releases (through the user's own npm configuration, as `atom setup`
-installs) names the candidates between a good release and a bad one; a binary search
-replays the spec with as few as it can, installing each it needs into the per-user cache
-as `atom setup --version` does. Running a replay is the caller's (`ReplaySpec`).
+shows when the cassette is replayed with it. npm's list of releases names the candidates
+between a good release and a bad one; a binary search replays with as few as it can,
+installing each as `atom setup --version` does. Running a replay is the caller's.
 
 As with `git bisect`, the answer is a pair of neighbours: the last release that replays as
 the good one does and the first that does not. Replays never record and accept a cassette

@@ -39,10 +39,8 @@ def install_command(version: str = CLAUDE_CODE_VERSION) -> list[str]:
 
 
 def find_claude() -> Path:
-    """Locate `claude`: ``$ATOM_CLAUDE_BIN``, then the pinned per-user install, then ``PATH``.
-
-    The pinned install comes before PATH so that a newer global CLI does not silently
-    change the requests a cassette was recorded with."""
+    """Locate `claude`: ``$ATOM_CLAUDE_BIN``, then the pinned per-user install (so a newer
+    global CLI does not silently change a cassette's requests), then ``PATH``."""
     return find_pinned(
         "ATOM_CLAUDE_BIN",
         cached_claude(),

@@ -75,11 +75,9 @@ def claude_env(
 
 
 class ClaudeRunner:
-    """Claude Code as an `Agent`: runs `claude -p` in a conversation folder, for one role.
-
-    The harness builds it only through `pytest_atom.run.factory`; constructing one from its
-    parts is the legacy API. It never passes ``--dangerously-skip-permissions``, which the
-    CLI refuses as root (CI): tools are granted with a permission mode and an allow-list."""
+    """Claude Code as an `Agent`: runs `claude -p` in a conversation folder, for one role;
+    built by `pytest_atom.run.factory`. It never passes ``--dangerously-skip-permissions``,
+    which the CLI refuses as root (CI): tools are granted by permission mode and allow-list."""
 
     loops = True
 

@@ -121,12 +121,9 @@ class Confinement:
         cli_version: str | None = None,
     ) -> list[str]:
         """CLI arguments for a session in `cwd`; writes the settings file and the git marker,
-        and installs the spec's Claude Code configuration (`config`); `env` and
-        `cli_version` as `settings` takes them.
-
-        The settings go to a file in the run folder rather than inline: the CLI names the
-        file in its system prompt, and a run path is normalized, where an inline JSON's
-        name is its hash."""
+        and installs the spec's Claude Code configuration (`config`). The settings go to a
+        file, not inline: the CLI names it in its system prompt, and a run path is normalized
+        where an inline JSON's name is its hash."""
         config = config or ClaudeOptions()
         self.boundary.mkdir(parents=True, exist_ok=True)
         (self.boundary / ".git").mkdir(exist_ok=True)
@@ -208,10 +205,8 @@ class Confinement:
         cli_version: str | None = None,
     ) -> dict[str, Any]:
         """The ``--settings`` JSON: memory files above `cwd` excluded, the sandbox if any.
-
-        Sandboxed commands run without asking only when the spec allows Bash. With the
-        sandbox, and a CLI that takes it, the agent reads only what `readguard` allows;
-        `env` is the CLI's environment, whose toolchains stay readable."""
+        Sandboxed commands run without asking only when the spec allows Bash; the agent
+        reads only what `readguard` allows (`env`'s toolchains stay readable)."""
         data: dict[str, Any] = {"claudeMdExcludes": _memory_excludes(cwd)}
         if self.file_tools_inside and readguard.guards_reads(cli_version):
             data["permissions"] = {"blockReadsOutsideWorkingDirectories": True}
@@ -342,10 +337,8 @@ def _frontmatter_hooks(path: Path) -> bool:
 
 
 def _memory_excludes(cwd: Path) -> list[str]:
-    """claudeMdExcludes patterns for the memory files of every folder above `cwd`.
-
-    The CLI matches them with picomatch, where a glob character in a folder name cannot be
-    escaped; it becomes ``?``, which matches it (and, harmlessly, any other character)."""
+    """claudeMdExcludes patterns for the memory files of every folder above `cwd`. The CLI
+    matches them with picomatch, where a glob character cannot be escaped: it becomes ``?``."""
     folders: list[Path] = []
     for start in dict.fromkeys((cwd, cwd.resolve())):
         folders += [p for p in start.parents if p != Path(p.anchor)]

@@ -94,10 +94,8 @@ class AgentSession:
         return ["--resume", session_id] if exists and use_context else ["--session-id", session_id]
 
     def move_session(self, session_id: str, conversation_dir: Path) -> None:
-        """Make a session resumable from another folder (a new attempt's copy of the work).
-
-        The CLI resumes a session only from the folder it was filed under
-        (``projects/<cli_slug of the cwd>``): a copy of the transcript there continues it."""
+        """Make a session resumable from another folder: the CLI resumes one only from the
+        folder it was filed under (``projects/<cli_slug of the cwd>``)."""
         config = self.config_dir
         target = config / "projects" / cli_slug(conversation_dir.resolve())
         # Every folder the session went through holds a copy; the newest is the conversation.
