@@ -38,10 +38,8 @@ def suite_run(config: pytest.Config) -> SuiteRun:
 
 
 def pytest_harness(config: pytest.Config) -> Harness:
-    """The harness of a pytest run: its command line, ini file and `.atom/config.yaml`.
-
-    Its root is the project's, found as `atom run` finds it, not pytest's rootdir (without
-    an ini file, the folder pytest ran in)."""
+    """The harness of a pytest run: its command line, ini file and `.atom/config.yaml`; its
+    root is the project's, found as `atom run` finds it, not pytest's rootdir."""
     try:
         given = config.option.atom_config  # ``--atom-config``: from where pytest ran
         config_path = None if given is None else config.invocation_params.dir / given

@@ -360,11 +360,8 @@ class AttemptLoop:
 
     def reflect(self, attempt: Attempt, agents: AgentFactory, source: ModelSource) -> bool:
         """The reflector's verdict on a finished attempt with criteria; False: stop here.
-
         A replay whose reflector request diverged failed on the divergence; any other
-        reflector failure is the harness's own. `reflector: {votes: N}` runs N sessions in
-        turn (a script's and a cassette's are taken in that order), combined by
-        `combine_votes`."""
+        reflector failure is the harness's own. `reflector: {votes: N}` runs N in turn."""
         if not (self.spec.criteria and attempt.completed):
             return True
         votes = []
@@ -432,9 +429,8 @@ class AttemptLoop:
 
 
 def _tool_shims(folder: Path, tools: dict[str, Path]) -> Path:
-    """One executable per tool, so the agent runs `greeter ARGS` like any command. Each
-    tool's folder is copied into the run (``tools/<name>/``): the read guard lets the agent
-    read only its run folder."""
+    """One executable per tool, so the agent runs `greeter ARGS` like any command; each
+    tool's folder is copied into the run, as the read guard opens only the run folder."""
     folder.mkdir(exist_ok=True)
     for name, entry in tools.items():
         copy = folder.parent / "tools" / name

@@ -3,9 +3,8 @@ simulated user of a run, and the lone sessions of `atom loop` and `atom doctor` 
 `AtomRuntime` given no runner builds its own).
 
 Building every agent here lets the harness mark each one's requests with its role
-(wire.roles) and take the executor from the agent kind the spec names (`agent: {NAME:
-VALUE}`, `agents.protocol.agent_kind`) without the attempt loop, the reflector or the
-planner knowing.
+(wire.roles) and take the executor from the spec's agent kind without the attempt loop,
+the reflector or the planner knowing.
 """
 
 from __future__ import annotations

@@ -128,10 +128,8 @@ class Harness:
         repeat: int | None = None,
         settings: RunSettings | None = None,
     ) -> SpecResult:
-        """Run one spec; its reports are written and the verdict hook called.
-
-        `repeat` is which of the spec's repeats this is (None: it runs once). Settings
-        resolved for one test take the session's seed: every test of a run shares one."""
+        """Run one spec; its reports are written and the verdict hook called. `repeat`:
+        which repeat this is (None: it runs once). A test's settings take the session's seed."""
         settings = settings or self.settings
         if settings.seed is None:
             settings = replace(settings, seed=self.settings.seed)

@@ -82,10 +82,9 @@ def run_tool(
     env: Mapping[str, str] | None = None,
     stdout: TextIO | None = None,
 ) -> int:
-    """Run a tool's entry file; its exit code. Its stdout and stderr, merged, are copied
-    line by line to `stdout` as they arrive. It gets no stdin (it asks with ``## Input
-    Needed`` instead) and runs in its own process group, so a timeout or a Ctrl-C kills
-    every process it started; a timeout says so in an ``## Error`` message and returns 124."""
+    """Run a tool's entry file, its merged output copied line by line to `stdout`; its exit
+    code. No stdin (it asks with ``## Input Needed``); its own process group, so a timeout
+    (an ``## Error`` message, 124) or a Ctrl-C kills every process it started."""
     out = sys.stdout if stdout is None else stdout
     proc = spawn(
         [sys.executable, str(entry), *args],

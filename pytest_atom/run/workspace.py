@@ -34,8 +34,6 @@ diverge. What is left out is found by what pytest-atom knows, not by names alone
 - every ``.atom/`` folder: the project's config, tools, prompts, runs and results.
 
 Specs are read as plain YAML, not validated: a spec with an error still names its files.
-Another tool's ``cassettes/`` folder is left alone: only the folders of the spec files
-found are pytest-atom's.
 """
 
 from __future__ import annotations
@@ -184,10 +182,8 @@ SETUP_EXCLUDES = "# made by the spec's setup: (never committed, like ignored bui
 
 
 def ignore_new_files(folder: Path) -> list[str]:
-    """Keep what `setup:` made out of the attempt's git: each path git neither tracks nor
-    ignores is added to ``.git/info/exclude`` (a new folder once). Committing them would
-    store a second copy of each in ``.git`` and list a virtualenv in the agent's `git
-    status`. Returns the paths added."""
+    """Keep what `setup:` made out of the attempt's git (``.git/info/exclude``), which would
+    store a second copy and list a virtualenv in the agent's `git status`; the paths added."""
     listing = _git(folder, "ls-files", "-z", "--others", "--exclude-standard", "--directory")
     new = sorted(p for p in listing.split("\0") if p)
     if new:

@@ -1,5 +1,4 @@
-"""The key a set-up result is filed under: what decides it (the package's docstring lists
-it).
+"""The key a set-up result is filed under: what decides it (the package's docstring).
 
 The whole workspace tree is the default because a set-up may read any file of it (a build
 compiles the sources, not only the lock files): a key that hashes less restores an old build

@@ -2,12 +2,10 @@
 
 pytest-split gives each job of a CI matrix its share of the specs, so each job's summary,
 baseline gate and HTML report see only that share. With ``--atom-report DIR`` a session
-also writes ``DIR/results.json`` (`SHARD_RESULTS`): the results file ``atom baseline
-save`` reads (node id, outcome and properties of every run, each repeat apart) plus each
-run's HTML view (`ReportFormat.view`, built where the spec ran: a later job has neither its
-run folder nor its workspace) and what failed outside a spec run. `combine` joins the
-shards' files into the rows one unsharded run would have had; ``atom results combine``
-gates, summarises and renders them as that run would have.
+also writes ``DIR/results.json`` (`SHARD_RESULTS`): every run's row, its HTML view (built
+where the spec ran: a later job has neither its run folder nor its workspace) and what
+failed outside a spec run. `combine` joins the shards' files into the rows one unsharded
+run would have had.
 """
 
 from __future__ import annotations

@@ -11,10 +11,8 @@ The stages, in order:
 - history: `finish` records the session in the history store, once (a worker's items
   reach its controller in their reports, `history_item`).
 
-pytest owns its collection, its run loop and ``session.exitstatus``: its session plugin
-(`pytest_atom.pytest.session.AtomSession`) holds a `SuiteRun` and calls into it from its
-hooks, as pytest-xdist's `DSession` does. `atom run` launches the same pytest session:
-there is one runner, and no caller recomputes a gate or an exit status.
+pytest owns its collection, its run loop and ``session.exitstatus``; the session plugin
+holds a `SuiteRun` and calls into it from its hooks, as pytest-xdist's `DSession` does.
 """
 
 from __future__ import annotations
@@ -77,8 +75,7 @@ __all__ = ["SuiteRun", "Summary", "Watcher"]
 @dataclass(frozen=True)
 class Summary:
     """What a suite says when it ends, each part already worded: `pytest --atom`'s terminal
-    summary and `atom run` read the same one and add only layout and colour. A new line
-    under the table is a field here, filled in `SuiteRun.summary` and placed by both."""
+    summary and `atom run` read the same one and add only layout and colour."""
 
     table: list[str]  # one line per spec run, in collection order
     notes: list[str] = field(default_factory=list)  # each run's drift, warnings, limits
