@@ -68,10 +68,9 @@ def judge(
 ) -> Decision:
     """``proceed``, ``refine`` or ``fail`` for one attempt (the scoring model).
 
-    A failed check, or an agent that never signalled completion, fails whatever the score;
-    without criteria the checks decide. Gated by ``criteria`` (`effective_gate`), every
-    gated criterion must be met by its vote majority and the score is not read; an
-    advisory criterion (`CriterionVerdict.gates`) never fails an attempt nor asks for another."""
+    A failed check, or an agent that never signalled completion, fails whatever the score.
+    Gated by ``criteria``, every gated criterion must be met by its vote majority and the
+    score is not read; an advisory criterion never fails an attempt nor asks for another."""
     if not completed or not all(c.passed for c in checks):
         return "fail"
     if verdict is None:
@@ -193,11 +192,9 @@ class RunFacts:
 
 
 def decide(facts: RunFacts) -> Outcome:
-    """The one place a run's figures become its outcome.
-
-    A replay divergence, a harness error, then a broken script decide an error, whatever
-    the agent did (an xfail spec's too). A pass needs the last attempt's ``proceed``, every
-    step committed and every plan valid. A recording failed by its upstream is an error."""
+    """The one place a run's figures become its outcome: a replay divergence, a harness
+    error, a broken script or a recording's upstream failure is an error, whatever the agent
+    did; a pass needs the last attempt's ``proceed``, every step committed, every plan valid."""
     f = facts
     expected = f.xfail or None
     if f.divergence is not None:

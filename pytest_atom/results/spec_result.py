@@ -1,7 +1,5 @@
 """The typed results of a spec run: its attempts, its outcome, its cost and what broke.
-
-Nothing here imports what runs (the runner, the judge, the gateway, the recording): their
-types are named for type checkers only.
+Nothing here imports what runs: their types are named for type checkers only.
 """
 
 from __future__ import annotations
@@ -204,10 +202,9 @@ class SpecResult:
     #: pytest-atom's own files the workspace copy left out, workspace-relative.
     left_out: tuple[str, ...] = ()
     upstream_faults: list[UpstreamFault] = field(default_factory=list)  # recording's, not got past
-    #: Whose sessions ("executor", "reflector") a paid upstream answered, and whose a
-    #: cassette recorded from a paid upstream: the CLI prices every session from the usage
-    #: in its answers, even scripted or replayed ones, so its figure is spent only for the
-    #: paid ones, and was spent once only for a cassette a script did not answer.
+    #: Whose sessions a paid upstream answered, and whose a cassette recorded from a paid
+    #: upstream: the CLI prices every session, even scripted or replayed ones, so its figure
+    #: is spent only for the paid ones.
     paid: frozenset[str] = frozenset()
     replayed: frozenset[str] = frozenset()
     #: The limits the agent ran under, what it used of them over every attempt, and the
@@ -229,8 +226,7 @@ class SpecResult:
     #: reports build on results, never the other way round.
     renderer: Callable[[SpecResult], str] | None = field(default=None, repr=False, compare=False)
     #: The item's input digest and its parts (`outcome_cache.input_digest`), with the
-    #: history store on; `cached_from`: the stored passing item `--atom-cache` reported
-    #: instead of running this one (then no attempt ran).
+    #: history store on; `cached_from`: the stored item reported instead of running this one.
     digest: str | None = None
     digest_parts: Mapping[str, str] = field(default_factory=dict)
     cached_from: CachedFrom | None = None
@@ -567,9 +563,8 @@ class SpecResult:
 
     def usage_by_role(self, attempts: list[Attempt] | None = None) -> dict[str, RoleUsage]:
         """Tokens and Claude Code's price per kind of session (`ROLES`), of `attempts`
-        (default: every attempt, the planner, the steps billed on top of the answers and
-        `other`): they add up to `tokens` and to the dollars spent (or recorded). The
-        subagents' share is split off the executor's (`IterationRecord.subagent_cost_usd`)."""
+        (default: all, the planner, billed steps and `other`): they add up to `tokens` and to
+        the dollars spent (or recorded)."""
         roles = self._sessions(attempts)
         if attempts is None:
             split_steps(roles, self.billed_steps)
@@ -606,9 +601,8 @@ class SpecResult:
         return split_steps(self._sessions(), self.billed_steps)
 
     def _unnamed(self, roles: dict[str, RoleUsage]) -> RoleUsage:
-        """What the run's figures hold that no role names (the streams' price of a call
-        Claude Code never priced), so the roles add up. Dollars only when every session was
-        paid or replayed: a scripted answer costs nothing, yet Claude Code prices it."""
+        """What the run's figures hold that no role names, so the roles add up; dollars only
+        when every session was paid or replayed (Claude Code prices a scripted answer too)."""
         named = sum(used.tokens for used in roles.values())
         spent, recorded = self.costs()
         ran = {"executor"} | ({"reflector"} if roles["reflector"].tokens else set())

@@ -21,9 +21,8 @@ MatchMode = str
 MATCH_MODES: tuple[MatchMode, ...] = tuple(p.name for p in declared("pytest_atom.match_modes"))
 DEFAULT_MATCH: MatchMode = "conversation"
 
-#: What answered the CLI in a run: a script, a cassette, the upstream while recording, a
-#: cassette replayed with this Claude Code (refresh), or one whose reflector is re-recorded;
-#: or nothing: the history store's passing outcome stood in for the run (cached).
+#: What answered the CLI in a run; ``cached``: nothing, the history store's passing outcome
+#: stood in for the run.
 SourceKind = Literal["scripted", "replay", "record", "refresh", "rejudge", "cached"]
 
 JudgeMode = Literal["recall", "rerun"]

@@ -69,11 +69,8 @@ DEFAULT_SETUP_CACHE_SIZE = 5 * 10**9
 @dataclass(frozen=True)
 class Option:
     """One setting's row: how each front end and file spells it, how its value is checked,
-    who may set it and what it means.
-
-    A path given on a command line is taken from the folder the command ran in (pytest's
-    ``invocation_params.dir``, ``atom run``'s current folder); in a file (the ini file,
-    ``.atom/config.yaml``) from the project's root."""
+    who may set it and what it means. A path is relative to the folder the command ran in,
+    or in a file to the project's root."""
 
     kind: Kind
     help: str

@@ -52,10 +52,8 @@ BARE_TOOLS: tuple[str, ...] = ("Bash", "Edit", "Read")
 
 @dataclass(frozen=True)
 class ClaudeOptions:
-    """Extra Claude Code CLI options; defaults mirror ``spec_schema.json``.
-
-    Grep and Glob are allowed by default because allowing them is what makes the CLI
-    offer them: its native builds leave them out unless they are asked for."""
+    """Extra Claude Code CLI options; defaults mirror ``spec_schema.json``. Grep and Glob are
+    allowed by default: the CLI's native builds offer them only when asked for."""
 
     permission_mode: str = "acceptEdits"
     allowed_tools: tuple[str, ...] = ("Bash", "Edit", "Read", "Write", "Grep", "Glob")
@@ -110,12 +108,10 @@ USER_MODEL = "haiku"
 
 @dataclass(frozen=True)
 class UserSpec:
-    """`user:`: who talks to the agent after the prompt (docs/reference/spec-format.md).
-
-    With `script` the user's turns are these messages and no model runs; else `model` plays
-    `persona` after `goal` in a session of its own. The conversation ends when the user says
-    it is done or after `max_turns` messages, the prompt included. `answers` answer the
-    agent's `AskUserQuestion` questions, in order, when no model plays the user."""
+    """`user:`: who talks to the agent after the prompt (docs/reference/spec-format.md): its
+    `script` messages, else `model` playing `persona` after `goal`; done when it says so or
+    after `max_turns` messages, the prompt included. `answers` answer the agent's
+    `AskUserQuestion` questions, in order, when no model plays the user."""
 
     persona: str = ""
     goal: str = ""
@@ -132,10 +128,8 @@ class UserSpec:
 @dataclass(frozen=True)
 class CalibrationFloor:
     """What a criterion written as a mapping (`{text, min_kappa, min_samples}`) asks of the
-    judge's calibration (`atom calibrate`) before its verdict may fail a run: Cohen's κ
-    against the human labels at least `min_kappa`, on at least `min_samples` samples; below
-    it, stale or missing, the verdict is advisory (judge.trust). None: `min_kappa` from
-    ``--atom-require-calibration`` (unset: any κ), `min_samples` `DEFAULT_MIN_SAMPLES`."""
+    judge's calibration before its verdict may fail a run (judge.trust). None: `min_kappa`
+    from ``--atom-require-calibration`` (unset: any κ), `min_samples` `DEFAULT_MIN_SAMPLES`."""
 
     min_kappa: float | None = None
     min_samples: int | None = None
@@ -311,8 +305,7 @@ class Spec:
     def with_limits(self, config: AtomConfig | None) -> Spec:
         """This spec as it runs in its project (`config`): its own limits over the
         project's, per key, and the project's `pass_env:` in front of its own. The timeout
-        is the spec's, else the project's ``limits.timeout``, else 600 s; `Spec.timeout`
-        carries it too, so every report names the timeout that applied."""
+        (the spec's, the project's, else 600 s) goes to `Spec.timeout` too, for reports."""
         limits = self.limits.over(config.limits if config is not None else Limits())
         timeout = limits.timeout if limits.timeout is not None else self.timeout
         passed = tuple(dict.fromkeys([*(config.pass_env if config else ()), *self.pass_env]))
