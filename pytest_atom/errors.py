@@ -36,14 +36,12 @@
             ├── ClaudeNotFoundError        no usable `claude` binary
             └── SandboxUnavailableError    Claude Code's sandbox cannot run here
 
-Signals that never leave the module that raises them (`gateway.server.AbortReply`, the
-test outcomes of `pytest.items`, ...) derive from `AtomError` too, but live beside their one
-raiser.
+Signals that never leave their one raiser (`gateway.server.AbortReply`, ...) derive from
+`AtomError` too, but live beside it.
 
-Where to add: a new concept's error goes here, under `AtomError` (or `HarnessError` when it
-means "the harness could not run the spec"), with its place in the drawing above. A class
-keeps the standard base callers catch it by (`class X(AtomError, ValueError)`). str() of
-each is the whole user-facing message.
+Where to add: a new concept's error goes here, under `AtomError` (or `HarnessError`), with
+its place in the drawing above; a class keeps the standard base callers catch it by. str()
+of each is the whole user-facing message.
 """
 
 from __future__ import annotations

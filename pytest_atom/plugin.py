@@ -127,10 +127,9 @@ def _default_paths(config: pytest.Config, configured: list[Path]) -> None:
 
 @pytest.fixture
 def atom_settings() -> dict[str, Any]:
-    """pytest-atom settings for the tests (and specs) below this conftest: override it.
-
-    Keys as in `pytest_atom.RunSettings`. The command line and ``@pytest.mark.atom(...)``
-    win over it; it wins over the ini file and ``.atom/config.yaml``."""
+    """pytest-atom settings (`pytest_atom.RunSettings`' keys) for the tests and specs below
+    this conftest: override it. The command line and ``@pytest.mark.atom(...)`` win over it;
+    it wins over the ini file and ``.atom/config.yaml``."""
     return {}
 
 
