@@ -309,13 +309,10 @@ class Era:
     era the tape was recorded in: the tape is the server's behaviour, the era its wire form.
 
     Claude Code 2.1.331 opens with the 2026-07-28 protocol's ``server/discover``, 2.1.197
-    with ``initialize``. So, as the recorded server would on a fresh connection:
-
-    - an older client's ``initialize`` on a modern tape gets the handshake built from the
-      recorded ``server/discover`` (its capabilities less the notification flags, its server
-      info, the client's protocol version), and later results lose the modern-only fields;
-    - a modern client's ``server/discover`` on a handshake-era tape gets "method not found",
-      upon which the client falls back to ``initialize``."""
+    with ``initialize``. So, as the recorded server would on a fresh connection, an older
+    client's ``initialize`` on a modern tape gets the handshake built from the recorded
+    ``server/discover`` (and later results lose the modern-only fields); a modern client's
+    ``server/discover`` on a handshake-era tape gets "method not found", and falls back."""
 
     def __init__(self, exchanges: list[dict[str, Any]]) -> None:
         methods = [str(e.get("request", {}).get("method")) for e in exchanges]

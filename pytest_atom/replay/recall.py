@@ -7,9 +7,9 @@ conversation turn for turn: starting it (about a CPU-second) proves nothing. So 
 stores, per session, a hash of each input (``metadata.recall``), and a replay whose hashes
 agree takes the answer from the recorded session and marks that session played.
 
-Everything is compared in the form the gateway compares it (paths as placeholders, secrets
-scrubbed, dates masked). The answer is read from the recorded session, never copied into
-the metadata, so the cassette holds one verdict. ``--atom-judge=rerun`` starts it anyway.
+Everything is compared as the gateway compares it (normalized, scrubbed). The answer is read
+from the recorded session, never copied, so the cassette holds one verdict.
+``--atom-judge=rerun`` starts it anyway.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ def folder_hash(folder: Path, paths_out: Callable[[str], str]) -> str:
 
 class Recall:
     """One run's recall: what a replay takes from its cassette instead of a session, and
-    what a recording (refresh, re-judge) writes down so a later replay can. `enabled` only
-    for a plain replay without ``--atom-judge=rerun``; without a `tape`, every key is None."""
+    what a recording writes down so a later replay can. `enabled` only for a plain replay
+    without ``--atom-judge=rerun``; without a `tape`, every key is None."""
 
     def __init__(
         self,

@@ -72,9 +72,8 @@ Prove = Callable[[Path], "str | None"]
 
 def cassette_path(spec: Spec) -> Path:
     """``cassettes/<spec file stem>/<spec name>.yaml`` beside the spec, unless it names one;
-    an arm's is ``<spec name>@<arm>.yaml`` (``@`` is in no spec or arm name); a case's is
-    ``<spec name>/<case id>.yaml`` (``<case id>@<arm>.yaml``) in that folder. A default
-    path that a link leads outside the project is refused (`RecordingError`)."""
+    an arm's is ``<spec name>@<arm>.yaml``, a case's ``<spec name>/<case id>.yaml``. A
+    default path that a link leads outside the project is refused (`RecordingError`)."""
     if spec.cassette is not None:  # `cassette:` was resolved when the spec loaded
         return spec.cassette
     stem = spec.path.name.removesuffix(SPEC_SUFFIX)
@@ -202,12 +201,10 @@ class ModelSource:
     ) -> Path | None:
         """Save what was recorded: a failed recording never replaces a cassette.
 
-        `failed` is the run's own verdict (a timeout, Ctrl-C, a crash, a CLI that gave up);
-        an upstream fault no retry made good fails it too (the cassette would have a hole).
-        A failed recording goes to `<name>.partial.yaml`; a successful one replaces the
-        cassette and removes a stale partial. A recording an upstream fault disturbed whose
-        spec (`passed`) then failed is kept as a partial too: the fault may be why. A passing
-        one that met a fault is replayed offline (`prove`) before it replaces the cassette."""
+        `failed` is the run's own verdict; an upstream fault no retry made good fails it too.
+        A failed recording goes to `<name>.partial.yaml`, and so does one a fault disturbed
+        whose spec then failed (`passed`); a passing one that met a fault is replayed
+        offline (`prove`) first. A successful one replaces the cassette and its partial."""
         if self.upstream_gateway is not None:
             self.upstream_gateway.stop()
         tape = self.tape

@@ -96,9 +96,8 @@ MIN_SECRET_LENGTH = 8
 
 def secret_values(env: Mapping[str, str]) -> dict[str, str]:
     """NAME -> value of the values in `env` that count as secrets, the one rule for a spec's
-    `env:`, the caller's `pass_env:` variables and a project's ``.env*`` files: a secret-looking
-    name or a token-shaped value, and a value `_is_secret_value` keeps (``DEBUG: "1"`` or
-    ``APP_ENV: development`` stay: replacing such words everywhere would shred every text)."""
+    `env:`, `pass_env:` and ``.env*`` files: a secret-looking name or a token-shaped value,
+    that `_is_secret_value` keeps (``DEBUG: "1"`` stays: it would shred every text)."""
     return {
         name: value
         for name, value in env.items()
@@ -178,7 +177,7 @@ def remember_spec_secrets(spec: Spec, *folders: Path | None) -> None:
 
 def _b(shape: str) -> str:
     """Anchor a shape at a token boundary ("task-..." is no "sk-..." key) *after* its first
-    letter: re only skips ahead to candidate characters when every branch opens with a literal."""
+    letter: re only skips ahead to candidates when every branch opens with a literal."""
     return f"{shape[0]}(?<![A-Za-z0-9]{shape[0]}){shape[1:]}"
 
 
@@ -238,11 +237,9 @@ def _is_secret_value(value: str, min_length: int) -> bool:
 
 
 class Scrubber:
-    """Replaces secret values in text with stable placeholders like ``<SECRET:GITHUB_TOKEN>``.
-
-    ``env`` (default: ``os.environ``, read once here, and the remembered secrets) contributes
-    the values of variables whose names match SECRET_NAME; ``extra`` adds explicit
-    ``{placeholder_name: value}`` pairs and wins when both name the same value."""
+    """Replaces secret values in text with stable placeholders like ``<SECRET:GITHUB_TOKEN>``:
+    `env`'s (default: ``os.environ`` and the remembered secrets) whose names match
+    SECRET_NAME, and ``extra``'s ``{placeholder_name: value}`` pairs, which win."""
 
     def __init__(
         self,
@@ -321,17 +318,14 @@ class Scrubber:
     def scrub(self, text: str) -> Scrubbed:
         """Known values become ``<SECRET:NAME>``; token shapes, private keys and what
         detect-secrets finds ``<SECRET:REDACTED>``, wherever the found value occurs. A value
-        found earlier by this Scrubber is redacted too: a recorded answer that repeats a
-        secret the request assigned loses it (`scrub_obj` does not apply what it found
-        elsewhere, as replay matches on a request's scrubbed form). Scrub before cutting."""
+        found earlier by this Scrubber is redacted too (an answer repeating a secret its
+        request assigned); `scrub_obj`'s stay within the object. Scrub before cutting."""
         return Scrubbed(self._scrub(text, []))
 
     def scrub_obj(self, obj: Any) -> Any:
-        """A deep copy of JSON-like data with every string, dict keys included, scrubbed.
-
-        A value found anywhere in ``obj`` (``{"api_key": "…"}`` counts as an assignment) is
-        replaced in every string of it: the result depends on ``obj`` alone, so a replayed
-        request scrubs exactly as its recording did."""
+        """A deep copy of JSON-like data with every string, dict keys included, scrubbed. A
+        value found anywhere in ``obj`` is replaced in every string of it: the result depends
+        on ``obj`` alone, so a replayed request scrubs exactly as its recording did."""
         found: list[str] = []
         values: set[str] = set()
 
@@ -361,10 +355,9 @@ class Scrubber:
         return _map_strings(scrubbed, lambda text: _replace_found(text, values, found))
 
     def scrub_tree(self, *folders: Path) -> list[Path]:
-        """Scrub every file below the ``folders`` in place (the CLI's own state in a run
-        folder); returns the files that changed. All files are scrubbed as one object, so a
-        secret assigned in one is redacted in all; bytes that are not UTF-8 pass through;
-        symlinks are not followed; a rewrite replaces the file atomically."""
+        """Scrub every file below the ``folders`` in place, as one object (a secret assigned
+        in one is redacted in all); the files that changed. Bytes that are not UTF-8 pass
+        through; symlinks are not followed; a rewrite replaces the file atomically."""
         files = sorted(
             p
             for folder in folders

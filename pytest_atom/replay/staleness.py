@@ -108,12 +108,8 @@ CONFIG_CHANGED = " since recording"
 
 def config_staleness(spec: Spec, cassette: Cassette) -> list[StaleReason]:
     """The pieces of the spec's `claude:` configuration that differ from the recording's,
-    each named (``skill release-notes changed since recording``).
-
-    The configuration reaches the model only in part (a skill's text only once invoked), so
-    a changed piece may replay unnoticed: like a changed script, it makes the cassette
-    stale. A cassette recorded before configuration hashes were stored (no ``prompt_hash``
-    either) has nothing to compare; one since without ``config_hashes`` had no configuration."""
+    each named (``skill release-notes changed since recording``): the configuration reaches
+    the model only in part (a skill once invoked), so a changed piece may replay unnoticed."""
     recorded = cassette.metadata.get("config_hashes")
     if not isinstance(recorded, dict):
         if not cassette.metadata.get("prompt_hash"):
@@ -175,9 +171,8 @@ def missing_hashes(cassette: Cassette) -> list[str]:
 
 def script_misfit(spec: Spec, cassette: Cassette) -> str | None:
     """Why the answers a cassette recorded from a script are not what the spec's script
-    answers now; None when they are (or when it was not recorded from a script). A replay
-    never reads the script, so only this tells whether it was edited since. Each lane is
-    compared in order; a script may hold turns the recording never used."""
+    answers now (a replay never reads it); None when they are. Each lane is compared in
+    order; a script may hold turns the recording never used."""
     if not recorded_from_script(cassette) or spec.script is None:
         return None
     try:
