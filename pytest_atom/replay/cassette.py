@@ -197,8 +197,7 @@ class Interaction:
 
     @classmethod
     def from_vcr(cls, data: Any) -> Interaction:
-        """The interaction a vcrpy mapping holds; `Malformed` (saying where) for a value of
-        the wrong type or a missing key."""
+        """The interaction a vcrpy mapping holds; `Malformed` (saying where) if misshapen."""
         entry = _mapping(data, "the interaction")
         request = _mapping(entry.get("request", _MISSING), "its request")
         response = _mapping(entry.get("response", _MISSING), "its response")

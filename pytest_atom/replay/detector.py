@@ -62,8 +62,7 @@ def is_secret_name(name: str) -> bool:
 
 
 def find_secrets(text: str) -> frozenset[str]:
-    """The secret values detect-secrets finds in ``text``, JSON-escaped text included, each
-    decoded (the secret itself, not its escaped form)."""
+    """The secret values detect-secrets finds in ``text``, JSON-escaped text included, decoded."""
     if len(text) < _MIN_VALUE + 4:  # no room for a name and a value
         return frozenset()
     if _CACHED_TEXT[0] <= len(text) < _CACHED_TEXT[1]:
@@ -260,8 +259,7 @@ _EXCLUDED = frozenset({"IPPublicDetector", "PrivateKeyDetector", "BasicAuthDetec
 
 
 def load_detector() -> None:
-    """Import detect-secrets now, not at the first window that needs it (a front end about
-    to run specs)."""
+    """Import detect-secrets now, not at the first window that needs it."""
     _detector()
 
 

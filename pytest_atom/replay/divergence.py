@@ -190,8 +190,7 @@ def text_difference(recorded: str, live: str) -> str:
 
 
 def _hunks(a: str, b: str) -> list[tuple[int, int, int, int]]:
-    """The differing spans of `a` and `b`, as (a_start, a_end, b_start, b_end); spans less
-    than two contexts apart are one."""
+    """The differing spans of `a` and `b`; spans less than two contexts apart are one."""
     head = 0
     while head < min(len(a), len(b)) and a[head] == b[head]:
         head += 1

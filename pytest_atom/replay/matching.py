@@ -61,8 +61,7 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def offered_tools(body: Any) -> set[str]:
-    """Every tool a request lets the model call: those in its `tools` array and those it
-    defers."""
+    """Every tool a request lets the model call: its `tools` array and those it defers."""
     offered = set(tools_by_name(body))
     if not isinstance(body, dict):
         return offered
@@ -135,8 +134,7 @@ _BILLING = "x-anthropic-billing-header:"
 
 
 def owned_system(body: Any) -> str:
-    """The system prompt as an SDK app owns it: every system block but Claude Code's
-    billing block."""
+    """The system prompt as an SDK app owns it: every block but Claude Code's billing block."""
     system = body.get("system") if isinstance(body, dict) else None
     if isinstance(system, list):
         texts = [str(b.get("text", "")) for b in system if isinstance(b, dict)]

@@ -57,8 +57,7 @@ class McpTape:
     folder: Path
 
     def argv(self, server: str, command: str, args: Sequence[str]) -> list[str]:
-        """The command line that stands in for server `server`'s `command args`: the
-        recording proxy around it, or the stand-in, which starts nothing."""
+        """The command line for server `server`: the recording proxy around it, or the stand-in."""
         argv = [sys.executable, "-m", MODULE, "--server", server, "--tape", str(self.folder)]
         if self.mode == "replay":
             return [*argv, "--replay"]

@@ -303,8 +303,7 @@ class Normalizer:
                 self._task_re = re.compile(f"\\b(?:{ids})\\b")
 
     def add_paths(self, paths: Mapping[str, str]) -> None:
-        """More volatile paths, known once the run is under way (the planned steps' attempt
-        folders). Call it between sessions, not during one."""
+        """More volatile paths, known once the run is under way; call it between sessions."""
         self.masks = self.masks.with_paths(paths)
 
     def paths_out(self, text: str) -> str:

@@ -41,8 +41,7 @@ class SessionInput:
 
 @dataclass(frozen=True)
 class SessionKey:
-    """What proves a session unchanged: its role in the run (``reflector:1``, ``planner``),
-    a hash of its input and one of its folder."""
+    """What proves a session unchanged: its role, a hash of its input and one of its folder."""
 
     role: str
     kind: Kind
@@ -145,8 +144,7 @@ class Recall:
         }
 
     def stamp(self, metadata: dict[str, Any]) -> None:
-        """Write what this run remembered into a cassette's metadata, replacing what an
-        earlier recording said."""
+        """Write what this run remembered into a cassette's metadata, replacing the old."""
         if self.remembered:
             metadata[RECALL] = dict(sorted(self.remembered.items()))
         else:

@@ -170,8 +170,7 @@ class ModelSource:
 
     @property
     def script_error(self) -> str | None:
-        """Why the spec's script could not answer, when a script answered this run, directly
-        or as the upstream of a recording."""
+        """Why the spec's script could not answer, when a script answered this run."""
         upstream = self.upstream_gateway.responder if self.upstream_gateway else None
         for responder in (self.responder, upstream):
             if isinstance(responder, ScriptedResponder) and responder.script_error:
@@ -387,8 +386,7 @@ def open_model_source(
     repeat: int | None = None,
     upstreams: UpstreamCheck | None = None,
 ) -> ModelSource:
-    """Decide, per record mode, whether this run plays a script, replays or records. A
-    recording from an upstream first asks `upstreams` whether it can be reached."""
+    """Decide, per record mode, whether this run plays a script, replays or records."""
     path = cassette_path(spec)
     exists = path.exists()
     mode = settings.record_mode
@@ -479,8 +477,7 @@ def _replay(
 
 
 def _versions(responder: Responder, cassette: Cassette, claude_bin: Path) -> tuple[str | None, str]:
-    """The Claude Code a cassette was recorded with and the one replaying it, kept on the
-    responder's drift (its line names them)."""
+    """The Claude Code a cassette was recorded with and the one replaying it, for the drift."""
     recorded = cassette.metadata.get("claude_code_version")
     live = _cli_version(claude_bin)
     if isinstance(responder, CassetteResponder):

@@ -169,8 +169,7 @@ def spec_secrets(spec: Spec, caller: Mapping[str, str] | None = None) -> dict[st
 
 
 def remember_spec_secrets(spec: Spec, *folders: Path | None) -> None:
-    """Remember the secrets of a run of `spec` and of the env files in `folders`, its
-    workspace and its folder: before its gateway and its reports make their Scrubbers."""
+    """Remember the secrets of `spec` and of the env files in `folders`, before any Scrubber."""
     remember_secrets(spec_secrets(spec))
     remember_env_files(*folders, spec.workspace, spec.root)
 

@@ -83,8 +83,7 @@ class StaleReason(str):
 
 
 def staleness(spec: Spec, cassette: Cassette) -> list[StaleReason]:
-    """Why the cassette no longer fits the spec, from the hashes stored when it was recorded
-    (none stored: nothing to compare, no reasons)."""
+    """Why the cassette no longer fits the spec, from the hashes stored when it was recorded."""
     reasons = []
     metadata = cassette.metadata
     if metadata.get("script_hash") and spec.script is not None:
@@ -136,8 +135,7 @@ def workspace_config(spec: Spec) -> dict[str, str] | None:
 
 
 def workspace_config_changes(spec: Spec, cassette: Cassette) -> list[str]:
-    """The files of the workspace's own configuration that changed since `cassette` was
-    recorded; empty when it stored none."""
+    """The workspace's own configuration files that changed since `cassette` was recorded."""
     recorded = cassette.metadata.get("workspace_config")
     now = workspace_config(spec)
     if not isinstance(recorded, dict) or now is None:

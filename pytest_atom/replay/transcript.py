@@ -232,8 +232,7 @@ def hook_words(result: str) -> str:
 
 
 def stream_turns(events: Iterable[Event]) -> list[Turn]:
-    """The turns of one session's events, each subagent's turns under the call that started
-    it, each refused call marked with who refused it."""
+    """The turns of one session's events, each subagent's under the call that started it."""
     events = list(events)
     denied = {d.tool_use_id: d.reason for d in permission_denials(events)}
     return _turns(events, None, denied)

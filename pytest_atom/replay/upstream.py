@@ -49,8 +49,7 @@ _HOP_BY_HOP = {
 
 
 class Forwarding:
-    """The forwarding and fault-keeping methods of `CassetteResponder`, whose state is
-    declared there."""
+    """The forwarding and fault-keeping methods of `CassetteResponder` (its state is there)."""
 
     cassette: Cassette
     normalizer: Normalizer
