@@ -101,8 +101,7 @@ class AgentKind(Protocol):
 
 @cache
 def agent_kind(name: str) -> AgentKind:
-    """The installed agent kind `name` (only its module imported); AtomError naming the
-    installed ones otherwise."""
+    """The installed agent kind `name`; AtomError naming the installed ones otherwise."""
     kind: AgentKind | None = load_one(GROUP, name, AgentKind)
     if kind is None:
         names = ", ".join(p.name for p in declared(GROUP))

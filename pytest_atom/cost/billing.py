@@ -42,8 +42,7 @@ def token_count(value: Any) -> int:
 
 @dataclass(frozen=True)
 class Tokens:
-    """The four token counts the API bills (``cache_write_1h`` of the cache writes at the
-    one-hour price)."""
+    """The four token counts the API bills (``cache_write_1h``: at the one-hour price)."""
 
     input: int = 0
     output: int = 0

@@ -58,8 +58,7 @@ class Limits:
 
 
 def parse_limits(data: Mapping[str, Any]) -> Limits:
-    """A ``limits:`` mapping as written in a config file (which has no schema); ValueError
-    names the bad key."""
+    """A config file's ``limits:`` mapping (no schema checks it); ValueError names a bad key."""
     values: dict[str, Any] = {}
     for key, value in data.items():
         if key not in LIMIT_KEYS:

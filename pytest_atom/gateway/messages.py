@@ -164,8 +164,7 @@ def coalesce_sse(text: str) -> str:
 
 
 def _append_delta(target: dict[str, Any], delta: Mapping[str, Any]) -> None:
-    """Add a delta's piece to `target` (a held delta, or the block): the one rule for
-    folding a stream."""
+    """Add a delta's piece to `target` (a held delta, or the block)."""
     field = _DELTA_FIELDS.get(str(delta.get("type")))
     if field:
         target[field] = str(target.get(field, "")) + str(delta.get(field, ""))

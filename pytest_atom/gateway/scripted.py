@@ -102,8 +102,7 @@ class Script:
         return any(t.choices for t in (*self.turns, *self.reflector, *self.planner, *self.user))
 
     def play(self, key: str) -> Script:
-        """This script with every `choices:` turn replaced by the turns of the choice that
-        `key` (see `draw_key`) draws."""
+        """This script with each `choices:` turn replaced by the one `key` draws (`draw_key`)."""
         numbers = draws(key)
         return self._expand(lambda choices: _pick(choices, next(numbers)))
 

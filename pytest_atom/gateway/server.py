@@ -221,8 +221,7 @@ class _Server(ThreadingHTTPServer):
 
 
 class Gateway:
-    """A model gateway on 127.0.0.1 with an ephemeral port, used as a context manager; `url`
-    is what ``ANTHROPIC_BASE_URL`` is set to."""
+    """A model gateway on 127.0.0.1, a context manager; ``ANTHROPIC_BASE_URL`` is its `url`."""
 
     def __init__(self, responder: Responder, meter: Meter | None = None) -> None:
         self._server = _Server(("127.0.0.1", 0), _Handler)

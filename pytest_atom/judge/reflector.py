@@ -71,8 +71,7 @@ def vote_role(role: str, vote: int) -> str:
 
 
 def again_role(role: str) -> str:
-    """The role of the session that asks the judge again when its verdict left a criterion
-    out (`Verdict.omits`)."""
+    """The role of the session that asks again when a verdict left a criterion out."""
     return f"{role}:again"
 
 
@@ -202,8 +201,7 @@ def reflector_input(
     prompts: PromptLoader | None = None,
     earlier_steps: Sequence[str] = (),
 ) -> SessionInput:
-    """The reflector's whole request but its folder: what a replay compares to recall the
-    recorded verdict (pytest_atom.replay.recall)."""
+    """The reflector's whole request but its folder: what a replay compares to recall it."""
     diff = workspace_diff(
         spec.workspace,
         attempt_dir,

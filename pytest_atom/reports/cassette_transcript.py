@@ -306,8 +306,7 @@ class _CassetteTranscript:
         return session
 
     def turn(self, where: str, body: dict[str, Any], interaction: Interaction, kind: str) -> None:
-        """A turn of its session: only the user content new since its previous turn (what
-        follows the last answer the request carries back)."""
+        """A turn of its session: only the user content new since its previous turn."""
         messages: list[Any] = body["messages"]
         session = self.session_for(body)
         session.lines += self.pending
@@ -469,8 +468,7 @@ _RESULT_FIELDS = ("error_code", "return_code", "stdout", "stderr", "text", "file
 
 
 def _result_text(content: Any) -> list[str]:
-    """A server tool's result as lines (search hits, fetched pages, code output, advice);
-    encrypted parts are named, not shown."""
+    """A server tool's result as lines; encrypted parts are named, not shown."""
     if isinstance(content, str):
         return [content]
     if isinstance(content, list):

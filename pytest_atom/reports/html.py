@@ -113,8 +113,7 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
 
 
 def _attempt_children(trace: dict[str, Any], result: SpecResult) -> list[dict[str, Any]]:
-    """The trace's attempt children, each labelled; a multi-step spec's come from its steps
-    (``implement a02``), in step order."""
+    """The trace's attempt children, each labelled (a multi-step spec's: ``implement a02``)."""
     if not result.steps:
         children: list[dict[str, Any]] = trace["children"]
         for number, child in enumerate(children, 1):

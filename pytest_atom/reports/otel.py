@@ -277,8 +277,7 @@ def _clipped(span: Span, whole: str) -> Span:
 
 
 def session_spans(end: SessionEnd, runs: Mapping[str, Mapping[str, Any]]) -> Span:
-    """The session's root span over every run's tree (`OtelExport.view`, by node id);
-    times in seconds since the epoch."""
+    """The session's root span over every run's tree; times in seconds since the epoch."""
     children = []
     for nodeid, run in runs.items():
         spec: Span = run["spans"]
@@ -359,8 +358,7 @@ def _ns(seconds: float) -> int:
 
 
 class OtelExport(ReportFormat[Span]):
-    """`render`: a run's span tree; `view`: the same and when it ended (``--atom-otel``
-    only); `finish`: sends the session's trace."""
+    """`render`: a run's span tree; `view`: it and when it ended; `finish`: sends the trace."""
 
     name = "otel"
 

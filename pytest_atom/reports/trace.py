@@ -99,8 +99,7 @@ def _ms(seconds: float) -> int:
 def _cost(
     result: SpecResult, attempts: list[Attempt] | None, wall_seconds: float | None = None
 ) -> dict[str, Any]:
-    """The cost of `attempts` (None: the whole run, the planner's too), taking as long as
-    `wall_seconds` (None: as its sessions took)."""
+    """The cost of `attempts` (None: the whole run), over `wall_seconds` (None: its sessions')."""
     if attempts is None:
         records, recalled = result.records, 0
     else:
@@ -233,8 +232,7 @@ def _child(
 
 
 def _verdict_source(attempt: Attempt) -> str | None:
-    """``reflector`` (a session judged), ``recalled`` (the replay took the recorded verdict),
-    None (no verdict)."""
+    """``reflector`` (a session judged), ``recalled`` (replayed verdict), None (no verdict)."""
     if attempt.verdict is None:
         return None
     return "recalled" if attempt.recalled and not attempt.reflectors else "reflector"

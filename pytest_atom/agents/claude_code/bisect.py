@@ -37,8 +37,7 @@ _RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 
 @dataclass(frozen=True)
 class ItemReplay:
-    """One spec item replayed with one release: what bisect compares (`behaviour`) and what
-    explains it."""
+    """One spec item replayed with one release: what bisect compares (`behaviour`) and why."""
 
     name: str
     outcome: str  # passed, failed, error, upstream error, xfailed or xpassed
@@ -79,8 +78,7 @@ class ItemChange:
 
     @property
     def first_call_difference(self) -> int | None:
-        """The 0-based index of the first tool call that differs (one sequence ending early
-        counts); None when both call the same tools."""
+        """The index of the first tool call that differs; None when both call the same tools."""
         if self.calls_before == self.calls_after:
             return None
         pairs = zip(self.calls_before, self.calls_after, strict=False)
@@ -301,8 +299,8 @@ def changes_between(good: Replay, other: Replay) -> tuple[ItemChange, ...]:
 
 
 def release_binary(version: str, watcher: Watcher | None = None) -> tuple[Path, bool]:
-    """The `claude` of release `version` (from the per-user cache, else installed there now)
-    and whether it was installed now."""
+    """The `claude` of release `version` (installed into the cache if missing), and whether
+    it was installed now."""
     binary = cached_claude(version)
     if binary.exists():
         return binary, False

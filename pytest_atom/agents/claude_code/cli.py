@@ -70,8 +70,7 @@ def find_pinned(
 
 
 def npm_version(binary: Path, package: str) -> str | None:
-    """The version in the package.json beside an npm install's `binary` of `package`
-    (None: not one), read in microseconds."""
+    """The version in the package.json beside an npm install's `binary` of `package`."""
     manifest = Path(binary).resolve().parent.parent / "package.json"
     try:
         data = json.loads(manifest.read_text(encoding="utf-8"))

@@ -57,8 +57,7 @@ NOT_THE_PLUGINS = (*CACHE_DIRS, ".atom")
 
 
 def eval_dir_name(plugin: Path) -> str:
-    """The folder of the plugin's `claude plugin eval` suite: its manifest's
-    ``experimental.evals``, else ``evals``."""
+    """The plugin's eval suite folder: its manifest's ``experimental.evals``, else ``evals``."""
     for manifest in (plugin / ".claude-plugin" / "plugin.json", plugin / "plugin.json"):
         try:
             data = json.loads(manifest.read_text(encoding="utf-8"))

@@ -118,8 +118,7 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
 
 
 class _Readable:
-    """The folders `toolchains` makes readable, in order: none holds the home or a
-    `protected` folder."""
+    """The folders `toolchains` makes readable: none holds the home or a `protected` one."""
 
     def __init__(self, home: Path, protected: Sequence[Path]) -> None:
         self.home = home
@@ -128,8 +127,7 @@ class _Readable:
         self.found: dict[Path, None] = {}
 
     def add(self, entry: str, rooted: bool) -> Path | None:
-        """`entry`, or its toolchain's root when `rooted`: the first candidate that holds
-        nothing closed, or None."""
+        """`entry` or, `rooted`, its toolchain's root: the first that holds nothing closed."""
         path = Path(os.path.normpath(entry))
         if not path.is_absolute() or any(_within(path, s) for s in _SYSTEM_PATHS):
             return None
