@@ -178,8 +178,7 @@ class SpecialFileError(AtomError, OSError):
 
 
 class LinkOutsideError(AtomError, OSError):
-    """A link out of the project being copied into a run: never copied where the agent
-    can read it."""
+    """A link out of the project being copied into a run, where the agent could read it."""
 
 
 # --- the harness could not run the spec --------------------------------------------------------

@@ -94,8 +94,7 @@ def run_file(test_file: Path, mod: Path, runs_dir: Path) -> FileRun:
 
 
 def _copy_mod(mod: Path, copy: Path, keep: Path, runs_dir: Path) -> None:
-    """The mod at `copy`, with `keep` its only test file; its ``.git``, ``.atom`` and the
-    runs folder (where it is inside the mod) left out."""
+    """The mod at `copy`, with `keep` its only test file; ``.git``, ``.atom``, runs left out."""
 
     def ignored(folder: str, names: list[str]) -> set[str]:
         here = Path(folder).relative_to(mod)

@@ -205,8 +205,7 @@ def supervise(argv: list[str]) -> int:
 
 
 def _prctl(option: int, value: int) -> None:
-    """Best effort: where prctl is refused or ctypes is missing, the command still runs, only
-    as a plain child would."""
+    """Best effort: where prctl or ctypes fails, the command still runs as a plain child."""
     try:
         import ctypes
 
@@ -239,8 +238,7 @@ def _start(sig: Any, command: list[str], report: int) -> int:
 
 
 def _reap(child: int) -> tuple[int | None, bool]:
-    """Reap every child that has ended (orphans too): `child`'s status if it has, and
-    whether any process is left below."""
+    """Reap every ended child: `child`'s status if it ended, and whether any is left below."""
     found = None
     while True:
         try:

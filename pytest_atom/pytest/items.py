@@ -350,7 +350,6 @@ def _report_steps(request: pytest.FixtureRequest, result: SpecResult) -> None:
 
 
 def record_result(item: pytest.Item, result: SpecResult) -> None:
-    """Every installed format's JUnit properties of the run as the item's; the session's
-    summary reads them back."""
+    """Every installed format's JUnit properties of the run as the item's."""
     for report_format in report_formats():
         item.user_properties += report_format.properties(result)

@@ -71,8 +71,7 @@ def command_line(config: pytest.Config) -> Layer:
 
 
 def settings_for(harness: Harness, node: pytest.Item, fixture: dict[str, Any]) -> RunSettings:
-    """A test's settings: the command line (the person's intent for this very run), then
-    its marks, then `atom_settings`, then files."""
+    """A test's settings: the command line, then its marks, then `atom_settings`, then files."""
     marks: dict[str, Any] = {}
     for mark in node.iter_markers("atom"):  # closest first: a test's mark beats its module's
         marks = {**mark.kwargs, **marks}

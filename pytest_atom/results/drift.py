@@ -142,6 +142,5 @@ class ReplayDivergence(str):
 
     @property
     def agents(self) -> bool:
-        """Whether the agent's own session diverged (an MCP request counts), not only the
-        reflector's input."""
+        """Whether the agent's own session diverged (MCP too), not only the reflector's input."""
         return self.kind != "reflector"

@@ -122,8 +122,7 @@ class Outcome:
 
     @property
     def exit_status(self) -> int:
-        """2 when the machinery failed (CI tells a broken set-up from a failing spec),
-        1 when the spec failed, else 0."""
+        """2 when the machinery failed, 1 when the spec failed, else 0."""
         return 2 if self.status == "error" else 0 if self.ok else 1
 
     def properties(self) -> dict[str, Any]:

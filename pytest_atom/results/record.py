@@ -176,8 +176,7 @@ class IterationRecord:
         self.apply_all((event,))
 
     def apply_all(self, events: Sequence[Event], budget: Budget | None = None) -> Crossing | None:
-        """Fold a line's events into the record, their usage into `meter` and `budget`
-        first; the limit they crossed, else None."""
+        """Fold a line's events into the record (usage into `budget` first); a crossed limit."""
         crossed = count_line(events, self.meter, budget)
         for event in events:
             self._take(event)

@@ -572,8 +572,7 @@ class SpecResult:
         return roles
 
     def _sessions(self, attempts: list[Attempt] | None = None) -> dict[str, RoleUsage]:
-        """Each kind of session's tokens and price as Claude Code counted them, failed
-        tries in their own role."""
+        """Each kind of session's tokens and price as Claude Code counted them."""
         roles = dict.fromkeys(ROLES, RoleUsage())
         for attempt in self.all_attempts if attempts is None else attempts:
             for r in _tries(attempt.records):

@@ -92,8 +92,7 @@ def _verdict_validator() -> Any:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The reflector's judgement of one attempt: its score, each criterion met or not with
-    the evidence, and the feedback a refined attempt is given."""
+    """The reflector's judgement of one attempt: score, criteria with evidence, feedback."""
 
     score: float
     decision: str  # what the reflector said; the outcome is derived from the score

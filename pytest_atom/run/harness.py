@@ -190,8 +190,7 @@ def build_harness(
     workers: int = 1,
     spend_option: str = "--atom-max-cost-usd",
 ) -> Harness:
-    """The one factory: settings resolved from `layers` (strongest first), with a fresh
-    seed when none is set."""
+    """The one factory: settings resolved from `layers` (strongest first), seed included."""
     remember_env_files(root)  # reports written here scrub the project's env file secrets
     return Harness(
         resolve(layers).with_seed(),

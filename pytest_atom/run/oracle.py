@@ -128,8 +128,7 @@ class Validation:
 
 
 def validate_files(files: list[Path], harness: Harness, tmp: Path) -> Iterator[Validation]:
-    """Each file's specs, schema-checked with the project's check kinds, then run (their
-    folders under `tmp`), yielded as they finish."""
+    """Each file's specs, schema-checked, then run under `tmp`, yielded as they finish."""
     registry = harness.registry()
     found_claude = False
     for number, file in enumerate(files, start=1):

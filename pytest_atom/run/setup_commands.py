@@ -39,8 +39,7 @@ class SetupOutcome:
     cache: str | None = None  # "restored <key>", "stored <key>", "not stored: <why>"
 
     def problem(self) -> str:
-        """The harness error a failed set-up becomes: the command, its code, what the
-        sandbox refused it, its last lines."""
+        """The harness error a failed set-up becomes: command, code, refusals, last lines."""
         tail = "\n".join(self.output.strip().splitlines()[-30:])
         code = f" exited {self.exit_code}" if self.exit_code is not None else " failed"
         which = f"`{self.failed}`" if self.failed else "a command"

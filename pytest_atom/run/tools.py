@@ -30,8 +30,7 @@ _DRAIN_SECONDS = 2.0
 
 
 def discover_tools(config: AtomConfig) -> dict[str, Path]:
-    """Every tool in the config's tools dirs: name -> entry file, sorted by name; hidden
-    folders and folders without an entry point are skipped."""
+    """Every tool in the config's tools dirs: name -> entry file, sorted by name."""
     found: dict[str, Path] = {}
     for tools_dir in config.tools_paths:
         if not tools_dir.is_dir():
@@ -67,8 +66,7 @@ def describe(entry: Path) -> str:
 
 
 def tool_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a tool runs with: `base` (default: ours), unbuffered, and able to
-    import `pytest_atom.conversation` (`importable`)."""
+    """The environment a tool runs with: `base`, unbuffered, able to import `conversation`."""
     env = importable(os.environ if base is None else base)
     env.setdefault("PYTHONUNBUFFERED", "1")  # plain print()s stream too, not just messages
     return env

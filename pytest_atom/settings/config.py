@@ -188,8 +188,7 @@ def _expand(value: Any, path: Path, key: str, line: int | None) -> Any:
 
 
 def _convert(key: str, value: Any, path: Path, line: int | None) -> Any:
-    """`value` of `key` as the run reads it; ConfigError names the file, key, line and,
-    where one is close, the value meant."""
+    """`value` of `key` as the run reads it; ConfigError names the file, key and line."""
     convert = _CONVERTERS.get(key)
     if convert is not None:
         return convert(key, value, path, line)

@@ -142,8 +142,7 @@ def setting(default: T, row: Option) -> T:
 
 
 def setting_made(factory: Callable[[], T], row: Option) -> T:
-    """`setting` for a mutable default, made afresh for each `RunSettings`; such a field
-    takes no part in the hash."""
+    """`setting` for a mutable default, made afresh for each `RunSettings` (not hashed)."""
     return field(default_factory=factory, hash=False, metadata={_ROW: row})
 
 
@@ -536,8 +535,7 @@ class RunSettings:
     )
 
     def with_seed(self) -> RunSettings:
-        """These settings with a seed: the one set, else a fresh one (which the front end
-        prints, so the run can be reproduced with it)."""
+        """These settings with a seed: the one set, else a fresh one (the front end prints)."""
         return self if self.seed is not None else replace(self, seed=secrets.randbelow(10**6))
 
     def runs_under(self, root: Path) -> Path:

@@ -328,8 +328,7 @@ _CLONE_WORKS: dict[int, bool] = {}
 
 
 def _clone(src: str, dest: str) -> bool:
-    """A reflink of `src` at `dest`; False where the file system cannot (remembered per
-    device)."""
+    """A reflink of `src` at `dest`; False where the file system cannot (per device)."""
     device = os.stat(os.path.dirname(src)).st_dev
     if _CLONE_WORKS.get(device) is False:
         return False

@@ -98,8 +98,7 @@ class Watcher(Protocol):
     """What a live view shows of each spec run as it happens (`atom run`'s progress)."""
 
     def started(self, spec: Spec, label: str) -> Callable[[AnyEvent], None] | None:
-        """A run of `spec` starts (`label`: its name, ``[rN]`` for a repeat); the callback
-        returned sees each of its events."""
+        """A run of `spec` starts (`label`: its name); the callback returned sees its events."""
 
     def not_run(self, reason: str) -> None:
         """The spending limit is reached: the run did not start."""
@@ -232,8 +231,7 @@ class SuiteRun:
         return {"run": run_to_dict(run), "items": items}
 
     def record_history(self) -> None:
-        """Record the session in the store `--atom-history` names, once; a store that cannot
-        be written leaves `history_error`."""
+        """Record the session in the `--atom-history` store, once (else `history_error`)."""
         if not self.history_items or self.history_recorded:
             return
         self.history_recorded = True
@@ -242,8 +240,7 @@ class SuiteRun:
         self.history_error = warning or ""
 
     def write_results(self) -> None:
-        """`last-run.json` (what ``atom baseline save`` reads); a failed write is a line
-        under the summary, not a traceback."""
+        """Write `last-run.json` (``atom baseline save`` reads it); a failure is a line."""
         path = results_file(self.harness.runs_dir)
         try:
             write_results(self.rows, path)
@@ -294,8 +291,7 @@ class SuiteRun:
         return self.regressed
 
     def summary(self, width: int | None) -> Summary:
-        """The lines under the table and the table (`width`: `summary_width`), in
-        collection order."""
+        """The table and the lines under it (`width`: `summary_width`), in collection order."""
         rows = self.rows
         rows.sort(key=lambda row: self.order.get(row.nodeid, len(self.order)))
         return Summary(
@@ -327,8 +323,7 @@ class SuiteRun:
         return said or f"spending limit reached ({option}); exit status {EXIT_SPENDING_LIMIT}"
 
     def history_view(self) -> HistoryView | None:
-        """The HTML report's history: this session against the store's previous run, and
-        each spec's trend (None when no item ran)."""
+        """The HTML report's history: against the store's previous run, and each trend."""
         if not self.history_items:
             return None
         from pytest_atom.history.view import history_view
@@ -339,8 +334,7 @@ class SuiteRun:
     # --- exit status ---------------------------------------------------------------------
 
     def exit_status(self, base: int, *, compare: bool = True) -> int:
-        """The suite's exit status over pytest's `base`. `compare`: gate on the baseline
-        (an xdist worker leaves it to its controller)."""
+        """The suite's exit status over pytest's `base`; `compare`: gate on the baseline."""
         regressed = compare and self.compare()
         return decide(
             Ending(
