@@ -51,8 +51,7 @@ class Agent(SessionRunner, Protocol):
 
     #: Whose session this is; every model request it sends is marked so (wire.roles).
     role: Role
-    #: Does the harness's atom loop iterate it until the exit signal? Claude Code does; an
-    #: SDK app runs its own loop, once per attempt, and finishing is its answer.
+    #: Does the atom loop iterate it until the exit signal? (An SDK app loops on its own.)
     loops: bool
 
     @property

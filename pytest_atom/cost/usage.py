@@ -115,8 +115,7 @@ class CallUsage:
     tool_calls: int = 0
     ended: bool = False  # the result event arrived: the figures below are exact
     main_model: str | None = None
-    #: The result event's figures: the main session's usage, this call's per-model usage of
-    #: every session, and this call's cost.
+    #: The result event's figures: the main session's usage, per-model usage and cost.
     main_usage: dict[str, Any] = field(default_factory=dict)
     model_usage: dict[str, Any] = field(default_factory=dict)
     cost_usd: float = 0.0

@@ -154,8 +154,7 @@ def coalesce_sse(text: str) -> str:
         if name == "content_block_stop" and data.get("index") in pending:
             out.append(_event("content_block_delta", pending.pop(data["index"])))
         elif name != "ping" and pending and name != "content_block_start":
-            # A stream that breaks off (an error event) or ends a message mid-block: its
-            # deltas stay before what came after them.
+            # A stream that breaks off mid-block: its deltas stay before what came after.
             out += [_event("content_block_delta", held) for held in pending.values()]
             pending.clear()
         out.append(_event(name, data))

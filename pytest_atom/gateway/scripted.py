@@ -46,8 +46,7 @@ class Turn:
     text: str | None
     tool_use: tuple[ToolUse, ...]
     line: int
-    #: A turn that gives `choices:` has no content of its own: playing the script puts one
-    #: choice's turns in its place.
+    #: A `choices:` turn has no content: playing the script puts one choice's turns there.
     choices: tuple[Choice, ...] = ()
 
 
@@ -225,8 +224,7 @@ class Script:
         if "verdict" in data:  # shorthand for the reflector's structured answer
             if not isinstance(data["verdict"], dict):
                 raise fail(node, "'verdict' is a mapping: the reflector's JSON answer")
-            # Checked here: the CLI would refuse it and ask again, and the script would
-            # only say that the reflector wanted another turn.
+            # Checked here: the CLI would refuse it and ask again, hiding the cause.
             problem = verdict_error(data["verdict"])
             if problem:
                 where, words = problem

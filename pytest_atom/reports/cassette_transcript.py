@@ -91,8 +91,7 @@ class _Totals:
     side: int = 0
     billed: Billed = field(default_factory=Billed)
     cost_usd: float = 0.0  # at today's prices (pytest_atom.cost.prices)
-    #: What broken streams billed that the cassette left out (a retry made them good):
-    #: its ``upstream_faults`` notes say.
+    #: What broken streams billed that the cassette left out (its ``upstream_faults``).
     broken: int = 0
 
     def add(self, reply: Reply, body: dict[str, Any]) -> None:
@@ -424,8 +423,7 @@ class _CassetteTranscript:
             plural(t.side, "side request"),
         )
         marks = marks_summary(self.marks)
-        # What the API billed leads: the figure every report's token count holds to;
-        # the answers' own counts (what Claude Code prices) follow.
+        # What the API billed leads, as in every report; the answers' own counts follow.
         spent = billed_words(t.billed, t.cost_usd, t.broken)
         return f"Totals: {', '.join(counts)}; {spent}; answers {tokens}" + (
             f"; {marks}" if marks else ""

@@ -199,8 +199,7 @@ def _calls(record: IterationRecord) -> Iterator[tuple[str, dict[str, Any], str |
     for event in record.events:
         if isinstance(event, MessageUsage) and event.message_id not in seen:
             seen.add(event.message_id)
-            # The session's model (its init event) is what was asked for; the answer
-            # names the model that gave it.
+            # The session's model is what was asked for; the answer names what answered.
             model = record.model or event.model
             yield (
                 f"chat {model}" if model else "chat",

@@ -18,9 +18,8 @@ from pytest_atom.paths import npm_install_command, user_cache
 
 CLAUDE_CODE_VERSION = "2.1.337"
 NPM_PACKAGE = "@anthropic-ai/claude-code"
-#: The Node.js major version the pinned CLI's package asks for (`npm view
-#: @anthropic-ai/claude-code@2.1.330 engines`: node >=22.0.0). npm only warns (EBADENGINE)
-#: below it, and the CLI runs on Node 20 too, so `atom doctor` warns, never fails.
+#: The Node.js major version the pinned CLI's package asks for (node >=22.0.0). npm only
+#: warns below it, and the CLI runs on Node 20 too, so `atom doctor` warns, never fails.
 NODE_MAJOR_NEEDED = 22
 
 

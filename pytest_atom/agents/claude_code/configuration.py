@@ -51,8 +51,7 @@ class McpTape(Protocol):
 #: A server's command line put into the run's sandbox (agents.claude_code.srt).
 Wrap = Callable[[list[str]], list[str]]
 PLUGINS_DIR = "claude-plugins"
-#: What a plugin folder may hold that is pytest-atom's, not the plugin's: an eval suite's
-#: `.atom/` (scripts and cassettes, see pytest_atom.evalsuite.suites).
+#: What a plugin folder may hold that is pytest-atom's, not the plugin's (an eval suite's).
 NOT_THE_PLUGINS = (*CACHE_DIRS, ".atom")
 
 
@@ -91,8 +90,7 @@ def install(options: ClaudeOptions, cwd: Path) -> None:
             if target.is_dir():
                 shutil.rmtree(target)
             target.parent.mkdir(parents=True, exist_ok=True)
-            # Links inside the project are followed, one out of it refused, and no device,
-            # FIFO or socket is ever opened (files.copy_tree).
+            # Links out of the project refused, no device, FIFO or socket opened (copy_tree).
             if source.is_dir():
                 copy_tree(source, target, copy_ignore, follow_within=project_root(source))
             else:
@@ -282,8 +280,7 @@ def config_hashes(options: ClaudeOptions) -> dict[str, str]:
     return found
 
 
-#: The workspace's own Claude Code configuration: what the CLI reads from the attempt folder
-#: besides what the spec's `claude:` installs.
+#: The workspace's own Claude Code configuration, besides what the spec's `claude:` installs.
 WORKSPACE_CONFIG = (".claude", "CLAUDE.md", ".mcp.json")
 
 

@@ -34,9 +34,8 @@ from pytest_atom.environment import TOOLCHAIN_ROOTS
 
 #: The first Claude Code measured to re-open folders inside a denied one (2.1.197 is not).
 GUARDED_SINCE = (2, 1, 331)
-#: Folders of the system, readable by every sandboxed command: a fixed list (missing ones
-#: are harmless), so the request reads the same on every machine; /tmp, /home, /root and
-#: the rest stay closed.
+#: Folders of the system, readable by every sandboxed command: a fixed list, so the request
+#: reads the same on every machine; /tmp, /home, /root and the rest stay closed.
 SYSTEM_FOLDERS: tuple[str, ...] = (
     "/usr",
     "/bin",
@@ -107,9 +106,8 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
     for root in roots:
         for folder in _installed_elsewhere(root) if root is not None else ():
             if any(_within(c, folder) for c in readable.closed):
-                # A flat-layout editable install of the project that holds the run folder
-                # (pytest-atom's own checkout, `pip install -e .`): its packages, not the
-                # project, as a src layout's `src/` would be.
+                # A flat-layout editable install of the project that holds the run folder:
+                # its packages, not the project, as a src layout's `src/` would be.
                 for package in _packages(folder):
                     add(str(package), False)
             else:

@@ -89,8 +89,7 @@ class Wraps(Protocol):
     def wrap(self, argv: Sequence[str]) -> list[str]: ...
 
 
-#: The sandbox for a process of the run in a folder, with an environment (the run's
-#: `agents.claude_code.srt.process_sandbox`); None where the spec turned it off.
+#: The sandbox for a process of the run (`srt.process_sandbox`); None where turned off.
 ProcessSandboxes = Callable[["Confinement", Path, Mapping[str, str], Sequence[Path]], Wraps | None]
 
 
@@ -103,12 +102,10 @@ class Confinement:
     #: Where the spec's MCP servers are recorded or replayed from; None: they run as configured.
     mcp: McpTape | None = None
     #: The sandbox MCP servers the CLI starts run in: Claude Code runs them outside its own
-    #: sandbox, and the agent may have written them (a workspace's .mcp.json, a server's
-    #: script); None: they run as configured.
+    #: sandbox, and the agent may have written them; None: they run as configured.
     servers: ProcessSandboxes | None = None
-    #: Without a sandbox, still keep the file tools (Read, Grep, Glob) in the session's
-    #: folder: the reflector and the planner read an attempt the agent wrote, where a link
-    #: may lead to the caller's home (Claude Code refuses a read that resolves outside).
+    #: Without a sandbox, still keep the file tools in the session's folder: the reflector
+    #: and the planner read an attempt the agent wrote, where a link may lead anywhere.
     file_tools_inside: bool = False
 
     def prepare(
@@ -227,11 +224,9 @@ class Confinement:
                 tmp = Path((env if env is not None else os.environ).get("TMPDIR") or "/tmp")
                 if self.sandbox.network:
                     # The sandbox's proxy is reached through sockets in the CLI's temp
-                    # folder, named afresh each session: a spec that allows a domain keeps
-                    # that folder readable (the read guard is narrower without network).
+                    # folder, named afresh each session: readable when a domain is allowed.
                     readable += list(dict.fromkeys([tmp, tmp.resolve()]))
-                # A deep run's temp folder is a short one in /tmp, the run's own; after the
-                # run folder, as whether a run is deep is a detail of the machine.
+                # A deep run's short temp folder in /tmp, after the run folder (machine detail).
                 short = tmpdir_for(self.boundary / "tmp")
                 own = [short] if tmp == short != self.boundary / "tmp" else []
                 guard = readguard.read_settings(
