@@ -56,8 +56,7 @@ class AtomFixture:
         registry = harness.registry(node.ihook)
         try:
             if spec is not None:
-                # From the rootdir, as node ids and `pytest --atom specs/x.atom.yaml` name it,
-                # wherever the test file sits.
+                # From the rootdir, as node ids name it, wherever the test file sits.
                 path = self._request.config.rootpath / spec  # an absolute `spec` stays
                 loaded = load_spec(path, name, check_kinds=registry.kinds())
             else:

@@ -77,8 +77,7 @@ class SetupFailed(AtomError):
 #: What `run_spec` raises when it cannot run a spec at all (a missing cassette or `claude`,
 #: a full disk): callers report these as the harness's failure, never the agent's.
 HARNESS_ERRORS: tuple[type[Exception], ...] = (HarnessError, OSError)
-#: Claude Code's own retries of a failed API request (its default, 10 with a doubling
-#: backoff, takes minutes): an upstream that keeps failing fails the call in seconds.
+#: Claude Code's retries of a failed API request (its default of 10 takes minutes).
 API_RETRIES = 3
 
 
@@ -111,8 +110,8 @@ class AttemptLoop:
     #: pytest-atom's own files the workspace copy left out (workspace-relative).
     left_out: tuple[str, ...] = ()
     budget: Budget = field(init=False)
-    #: A step's: where its attempt folders go, its first attempt's number (a re-run after
-    #: a rollback numbers on), its executor session and its reflector sessions' label.
+    #: A step's: where its attempt folders go, its first attempt's number, its executor
+    #: session and its reflector sessions' label.
     root: Path | None = None
     start: int = 1
     session: str | None = None
@@ -263,8 +262,7 @@ class AttemptLoop:
         else:
             self.prepare(path)
         executor.continue_session(session, path)  # a no-op until the conversation exists
-        # Claude Code iterates until its exit signal; an SDK app, or a conversation's
-        # agent, runs once per message: its finishing is its completion.
+        # An SDK app, or a conversation's agent, runs once per message: no exit signal.
         loops = executor.loops and talk is None
         turns = talk.user.max_turns if talk else 1
         runtime = AtomRuntime(
@@ -276,8 +274,8 @@ class AttemptLoop:
             verbose=False,
             runner=executor,
             session_id=session,
-            # A scripted or replayed answer is the same on every retry: retrying only waits,
-            # unless the recording ran a failed call again after an upstream fault.
+            # A scripted or replayed answer is the same on every retry, unless the
+            # recording ran a failed call again after an upstream fault.
             max_retries=2 if source.kind == "record" or source.reenacts_retries else 0,
             sleep=time.sleep if source.kind == "record" else lambda _: None,
             timeout=self.spec.timeout,
@@ -449,8 +447,7 @@ def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
     """What the executor hears at the start of the next attempt: the reviewer's feedback."""
     verdict = attempt.verdict
     assert verdict is not None
-    # An advisory criterion asks for nothing (judge.trust): only the gated ones are listed,
-    # and the score, which weighs the advisory ones too, is not what passing needs.
+    # Only the gated criteria are listed: an advisory one asks for nothing (judge.trust).
     unmet = (
         "\n".join(f"- {c.criterion}: {c.evidence}" for c in verdict.gating_unmet)
         or "- (none listed)"

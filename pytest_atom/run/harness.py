@@ -62,14 +62,12 @@ class Harness:
     hook: HookRelay
     started: datetime = field(default_factory=datetime.now)
     _registry: CheckRegistry | None = field(default=None, init=False, repr=False)
-    #: How many processes share the spending limit (xdist's workers: each holds its share)
-    #: and how the front end names the option (reports quote it).
+    #: How many processes share the spending limit, and how the front end names the option.
     workers: int = 1
     spend_option: str = "--atom-max-cost-usd"
     spend: SpendLimit | None = field(default=None, init=False)  # this process's share
     around_run: AroundRun | None = field(default=None, init=False)  # the suite sets it
-    #: Each upstream is connected to once before its first recording (`replay.reachable`):
-    #: an unreachable one stops the session in seconds.
+    #: Each upstream is connected to once before its first recording (`replay.reachable`).
     upstreams: UpstreamCheck = field(default_factory=UpstreamCheck, init=False)
 
     def __post_init__(self) -> None:

@@ -171,8 +171,7 @@ class OracleAgent:
         use_context: bool = True,
         timeout: float | None = None,
     ) -> IterationRecord:
-        # The task's prompt file the attempt writes is for an agent to read: the oracle
-        # starts from the workspace as set up, and its checks see only what it made.
+        # The task's prompt file is for an agent: the checks see only what the oracle made.
         (conversation_dir / "USER_PROMPT.md").unlink(missing_ok=True)
         confined = process_sandbox(
             Confinement(self.run_dir, self.sandbox), conversation_dir, self.env
@@ -285,8 +284,7 @@ def run_script(spec: Spec, harness: Harness) -> Run:
     elif result.script_error is not None:  # the spec's fault: never an expected failure
         run.broken = f"the spec's script is broken: {result.script_error}"
     elif not result.passed and all(c.passed for c in checks):
-        # The outcome's own line names the cause (a score below the threshold, an unmet
-        # criterion, an agent that never finished): the same words every report shows.
+        # The outcome's own line names the cause, in the words every report shows.
         run.problem = result.outcome.why
     return run
 

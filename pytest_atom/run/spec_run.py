@@ -198,8 +198,7 @@ def _drive(
                 passed=_passed(run),
                 prove=None if failed else prove,
             )
-            # The CLI's own transcripts hold every prompt and tool output, and its HOME its
-            # logs: scrubbed in place.
+            # The CLI's own transcripts and logs hold every prompt and tool output: scrubbed.
             auth = source.auth
             Scrubber(extra=auth).scrub_tree(run.run_dir / "claude-config", run.run_dir / "home")
             release_tmpdirs(run.run_dir)  # the short links to its temp folders, if any

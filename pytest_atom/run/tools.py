@@ -99,8 +99,7 @@ def run_tool(
     assert pipe is not None
 
     def copy() -> None:
-        # A child the tool left running may hold the pipe open long after the tool exited:
-        # once stopped, whatever still arrives is dropped, never written to the caller.
+        # A child the tool left running may hold the pipe open: once stopped, output is dropped.
         with pipe:
             for line in pipe:
                 with lock:

@@ -169,8 +169,8 @@ def snapshot_repo(folder: Path, *, amend: bool = False) -> None:
         _git(folder, "config", "user.email", "agent@pytest-atom.localhost")
     if amend:
         ignore_new_files(folder)
-    # The first commit takes every file copied (git chose them already, a tracked file may
-    # match an ignore rule); after set-up, only the changes it made to those files.
+    # The first commit takes every file copied (a tracked one may match an ignore rule);
+    # after set-up, only the changes it made to those files.
     _git(folder, "add", "--all", *([] if amend else ["--force"]))
     commit = ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", SNAPSHOT_MESSAGE]
     _git(folder, *commit, *(["--amend"] if amend else []))
@@ -366,8 +366,7 @@ def _extract(top: Path, tree: str, dest: Path, exclude: Sequence[str]) -> None:
 
 ATOM_DIR = ".atom"
 PARTIAL_SUFFIX = ".partial.yaml"  # what a failed recording keeps beside the cassette
-#: `pytest_atom.judge.calibration.FOLDER` (a test holds them equal: not imported, so a run
-#: loads no calibration module).
+#: `pytest_atom.judge.calibration.FOLDER`, not imported (a test holds them equal).
 CALIBRATION_DIR = "calibration"
 _SPEC_SIDE = ("script", "oracle", "cassette", "cases")  # spec keys naming a path beside it
 

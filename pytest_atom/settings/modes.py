@@ -15,8 +15,7 @@ from pytest_atom.extensions import declared
 RecordMode = Literal["none", "once", "new_episodes", "all", "refresh"]
 RECORD_MODES: tuple[RecordMode, ...] = ("none", "once", "new_episodes", "all", "refresh")
 
-#: A match mode's name: one the ``pytest_atom.match_modes`` entry-point group declares
-#: (read from the installed metadata without importing a mode).
+#: A match mode's name: one the ``pytest_atom.match_modes`` entry-point group declares.
 MatchMode = str
 MATCH_MODES: tuple[MatchMode, ...] = tuple(p.name for p in declared("pytest_atom.match_modes"))
 DEFAULT_MATCH: MatchMode = "conversation"
@@ -28,7 +27,7 @@ SourceKind = Literal["scripted", "replay", "record", "refresh", "rejudge", "cach
 JudgeMode = Literal["recall", "rerun"]
 JUDGE_MODES: tuple[JudgeMode, ...] = ("recall", "rerun")
 
-#: How a spec's set-up result comes back from the user's cache: cloned or copied, or never
-#: cached. Never hard-linked: an attempt's write would reach the cache.
+#: How a set-up result comes back from the cache: cloned or copied (never hard-linked: an
+#: attempt's write would reach the cache), or never cached.
 SetupCacheMode = Literal["copy", "off"]
 SETUP_CACHE_MODES: tuple[SetupCacheMode, ...] = ("copy", "off")

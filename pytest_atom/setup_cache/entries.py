@@ -26,8 +26,7 @@ from pytest_atom.setup_cache.key import FORMAT, SetupKey, file_digest, walk
 
 _MANIFEST = "manifest.json"
 _TREE = "tree"
-#: A folder in its place: a CI cache step's, or a test's own (moving XDG_CACHE_HOME would
-#: move the Claude Code releases too).
+#: A folder in its place (a CI cache step's): XDG_CACHE_HOME holds Claude Code's releases too.
 ROOT_VARIABLE = "ATOM_SETUP_CACHE"
 
 

@@ -48,8 +48,7 @@ __all__ = [
 
 #: A shard's results file, in its ``--atom-report`` folder.
 SHARD_RESULTS = "results.json"
-#: The report format whose views (`ReportFormat.view`) a results file keeps, as each run's
-#: ``view``: the HTML page's, which ``atom results combine`` renders.
+#: The report format whose views a results file keeps, which ``atom results combine`` renders.
 VIEWS_OF = "html"
 _REPEAT = re.compile(r"\[r(\d+)\]$")
 _BASELINE_PROPERTY = re.compile(r"^atom_baseline(_(?!tolerance$)\w+)?$")
