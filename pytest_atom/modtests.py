@@ -34,8 +34,7 @@ TEST_FILE = re.compile(r"\.test\.tsx?$")
 HOOKS_MANIFEST = Path("hooks") / "hooks.json"
 #: How long one file's run may take: the CLI gives each file's child two minutes itself.
 TIMEOUT_SECONDS = 300.0
-#: A test's line: ``(pass) TITLE [1.23ms]`` or ``(fail) TITLE [1.23ms]``; a failure's
-#: message and the kit's advice follow it, each line indented by two spaces.
+#: A test's line: ``(pass) TITLE [1.23ms]``; a failure's message follows, indented by two.
 _RESULT = re.compile(r"^\((?P<word>pass|fail)\) (?P<title>.*) \[(?P<ms>\d+(?:\.\d+)?)ms\]$")
 _LOAD_FAILED = "(fail) the file did not load"
 

@@ -57,8 +57,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _SWEEP_SECONDS = 5.0
 
 #: The supervisor's command: this module imported by its file name from its folder (its
-#: cached bytecode is read, not the source compiled anew: a few ms a start), put last on
-#: `sys.path` so that none of its neighbours shadows a standard module.
+#: cached bytecode is read), put last on `sys.path` so no neighbour shadows a standard module.
 _SUPERVISOR = [
     sys.executable,
     "-I",

@@ -28,8 +28,8 @@ class Drift:
 
     recorded_version: str | None = None
     live_version: str | None = None
-    #: The workspace's own configuration files (`.claude/`, CLAUDE.md) changed since
-    #: recording: they, not Claude Code, may have changed its requests.
+    #: The workspace's own configuration files changed since recording: they, not Claude
+    #: Code, may have changed its requests.
     workspace_changed: tuple[str, ...] = ()
     models: dict[str, str] = field(default_factory=dict)  # recorded -> live
     tools_added: set[str] = field(default_factory=set)

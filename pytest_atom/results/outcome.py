@@ -19,8 +19,7 @@ from pytest_atom.cost.spend import Crossing
 Decision = Literal["proceed", "refine", "fail"]
 #: What a run came to: the agent did the task, did not, or the machinery failed.
 Status = Literal["passed", "failed", "error"]
-#: Which part failed: the machinery, or the spec itself (its script could not answer);
-#: never the agent's fault.
+#: Which part failed: the machinery, or the spec itself; never the agent's fault.
 ErrorKind = Literal["harness", "replay", "upstream", "spec"]
 #: Outcomes that do not fail a run: what pytest's exit status counts as success too.
 OK_LABELS = frozenset({"passed", "xfailed", "xpassed"})
@@ -35,8 +34,7 @@ class _Check(Protocol):
 #: criterion is unmet, and every report says why in these words.
 NO_VERDICT = "the judge gave no verdict"
 
-#: What passes a judged attempt: its score above the threshold, or each
-#: criterion by its own vote majority (`claude plugin eval`'s graders, one by one).
+#: What passes a judged attempt: its score above the threshold, or each criterion's votes.
 Gate = Literal["score", "criteria"]
 
 

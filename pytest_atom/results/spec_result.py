@@ -93,8 +93,8 @@ class Attempt:
     #: Votes a replay took from the cassette, no session run: their input was unchanged.
     recalled: list[Recalled] = field(default_factory=list)
     decision: Decision = "fail"
-    #: A conversation (`user:`): the user's messages, the prompt included (None: no
-    #: conversation), whether it said it was done, and its model's sessions.
+    #: A conversation's user messages, the prompt included (None: none), whether it said it
+    #: was done, and its model's sessions.
     user_turns: int | None = None
     user_done: bool = False
     users: list[IterationRecord] = field(default_factory=list)
@@ -196,8 +196,7 @@ class SpecResult:
     harness_error: str | None = None  # e.g. a malformed verdict: never a pass
     script_error: str | None = None  # the spec's script could not answer: a spec error
     setup_output: str | None = None  # what the spec's `setup:` commands printed, if any
-    #: What the set-up cache did: "restored <key>", "stored <key>", "not stored: <why>";
-    #: None without set-up or with the cache off.
+    #: What the set-up cache did: "restored <key>", "stored <key>", "not stored: <why>".
     setup_cache: str | None = None
     #: pytest-atom's own files the workspace copy left out, workspace-relative.
     left_out: tuple[str, ...] = ()
@@ -207,8 +206,7 @@ class SpecResult:
     #: is spent only for the paid ones.
     paid: frozenset[str] = frozenset()
     replayed: frozenset[str] = frozenset()
-    #: The limits the agent ran under, what it used of them over every attempt, and the
-    #: first one it crossed ("exceeded max_turns: 3 > 2").
+    #: The limits the agent ran under, what it used of them, and the first one it crossed.
     limits: Limits = field(default_factory=Limits)
     usage: Usage = field(default_factory=Usage)
     limit_exceeded: Crossing | None = None
@@ -216,14 +214,12 @@ class SpecResult:
     steps: list[StepResult] = field(default_factory=list)
     rollbacks: list[Rollback] = field(default_factory=list)
     plan: Plan | None = None  # planner mode: the first plan (re-plans: in `rollbacks`)
-    #: What the answers through the gateway billed, by role, and their price: the streams'
-    #: own figure, a cross-check of Claude Code's (`billing_note`).
+    #: What the answers through the gateway billed, by role: a cross-check (`billing_note`).
     billed: dict[str, Billed] = field(default_factory=dict)
     billed_usd: dict[str, float] = field(default_factory=dict)
     #: Of those, the steps billed on top of the answers: role -> kind -> (tokens, dollars).
     billed_steps: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
-    #: What `report` renders with (the text format's `render`, handed in by `run.spec_run`):
-    #: reports build on results, never the other way round.
+    #: What `report` renders with, handed in: reports build on results, never the reverse.
     renderer: Callable[[SpecResult], str] | None = field(default=None, repr=False, compare=False)
     #: The item's input digest and its parts (`outcome_cache.input_digest`), with the
     #: history store on; `cached_from`: the stored item reported instead of running this one.
@@ -536,8 +532,7 @@ class SpecResult:
                 payer = "reflector" if role == "reflector" else "executor"
                 spent += usd if payer in self.paid else 0.0
                 recorded += usd if payer in self.replayed else 0.0
-            # A call stopped before Claude Code priced it (a limit, a timeout) was paid for
-            # all the same: the streams' price is the floor of what was spent.
+            # A call stopped before Claude Code priced it was paid all the same: the floor.
             spent = max(spent, self.billed_paid_usd)
         return spent, recorded
 

@@ -120,8 +120,7 @@ def _cases(
         if "arms" in mapping:
             built = _arms(view, schema, loc, mapping, f"{name}[{case.id}]")
         else:
-            # The spec as written was validated: only its templated fields can have changed,
-            # and only where a constraint reads their text (`Recheck`).
+            # The spec as written was validated: only its templated fields can have changed.
             if rendered.recheck:
                 validate(case_view(doc, loc, templated_part(mapping)), schema)
             built = [build_spec(view, loc, mapping, f"{name}[{case.id}]")]
