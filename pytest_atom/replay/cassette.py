@@ -41,8 +41,7 @@ FORMAT = 2  # pytest-atom's layout inside it, `metadata.format`: 1 had no shared
 SHARED = "$shared"  # {"$shared": name}: a reference to a block under metadata.shared
 _SHARED_FIELDS = ("system", "tools")  # body fields always stored once per distinct value
 #: ``metadata.recall``: the hashes that let a replay recall a structured session's answer
-#: (`replay.recall`). Written last before the shared blocks, so a key added later keeps its
-#: place.
+#: (`replay.recall`); written last before the shared blocks.
 RECALL = "recall"
 #: Marks a broken stream kept as the CLI saw it, with what broke it: a response header, so
 #: vcrpy and its tools read the file as before.
@@ -66,8 +65,7 @@ _Dumper.add_representer(str, _str)
 
 
 # --- vcrpy's shape: every value a file holds checked for the type it must have ---------------
-# A cassette is data from whoever committed it (a hand edit, a merge gone wrong, a hostile pull
-# request): a wrong value is named (`Malformed`), never a TypeError from deep inside.
+# A cassette is data from whoever committed it: a wrong value is named (`Malformed`).
 
 
 class Malformed(AtomError, ValueError):

@@ -252,9 +252,8 @@ class _Detector:
     random: Callable[[str], bool]
 
 
-#: Provider plugins whose findings are not credentials, or are handled as a whole elsewhere:
-#: public IP addresses; private key markers (the Scrubber redacts the whole key block) and
-#: basic-auth passwords (redacted in place, as short ones are common).
+#: Provider plugins whose findings are not credentials (public IPs), or are handled as a
+#: whole by the Scrubber (private key blocks, basic-auth passwords).
 _EXCLUDED = frozenset({"IPPublicDetector", "PrivateKeyDetector", "BasicAuthDetector"})
 
 

@@ -101,8 +101,7 @@ class Divergence:
 #: app's own system prompt (``system``); nowhere, its recording already played (``played``).
 Where = Literal["cli", "machine", "tool_result", "conversation", "system", "played"]
 
-#: A line of the environment block (`` - OS Version: …``) or the sandbox's configuration
-#: (``Filesystem: {…}``): where Claude Code writes what it finds on the machine.
+#: A line where Claude Code writes what it finds on the machine (`` - OS Version: …``).
 _MACHINE_LINE = re.compile(r"(?: - ([A-Z][\w ]*): |(Filesystem|Network): )")
 
 

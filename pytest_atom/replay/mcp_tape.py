@@ -44,8 +44,7 @@ MODULE = "pytest_atom.replay.mcp_tape"
 TAPE_FILE = "tape.json"
 MISSES_FILE = "misses.jsonl"
 SERVED_SUFFIX = ".served"
-#: The JSON-RPC error a stand-in answers an unrecorded request with (the range JSON-RPC
-#: leaves to implementations).
+#: The JSON-RPC error a stand-in answers an unrecorded request with.
 NOT_RECORDED = -32001
 
 

@@ -130,8 +130,7 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         "<SHELL>",
         " - Shell: bash (login shell: zsh)",
     ),
-    # The sandbox cuts its list of denied paths off with a count of the rest: however many
-    # folders this machine has.
+    # The sandbox cuts its list of denied paths off with a count of this machine's rest.
     MachineDetail(
         "count of the sandbox's paths",
         "truncated for prompt size",
@@ -139,8 +138,7 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         "... and <N> more (truncated for prompt size)",
         "... and 155 more (truncated for prompt size)",
     ),
-    # The toolchains the read guard re-opens (agents.claude_code.readguard), listed last,
-    # after the run folder: dropped whole, so any machine sends the same list.
+    # The toolchains the read guard re-opens, listed after the run folder: dropped whole.
     MachineDetail(
         "toolchain folders",
         "allowWithinDeny",
@@ -255,14 +253,11 @@ def run_dates(now: datetime | None = None) -> list[str]:
 
 
 #: Where Claude Code names a background task it started, with an id random per run: a
-#: subagent in the Agent tool's result (``agentId: a68…``) and in its task notification
-#: (``<task-id>a68…</task-id>``), a shell command sent to the background (``running in
-#: background with ID: …``, ``moved to the background (ID: …)``). The id recurs in
-#: ``SendMessage to: '…'``, in the task's output file, and in the model's later calls.
+#: subagent (``agentId: a68…``, ``<task-id>a68…</task-id>``), a background shell command
+#: (``with ID: …``, ``(ID: …)``). The id recurs in the model's later calls.
 _TASK_ID = re.compile(r"(?:\bagentId: |<task-id>|\bwith ID: |\(ID: )([A-Za-z0-9_-]{6,64})")
-#: Wall-clock times Claude Code writes itself: a subagent's in the Agent tool's result and
-#: its notification (``duration_ms: 436``, ``<duration_ms>591</duration_ms>``), a command's
-#: before it was backgrounded (``after running for 12s``).
+#: Wall-clock times Claude Code writes itself: a subagent's (``duration_ms: 436``), a
+#: command's before it was backgrounded (``after running for 12s``).
 _WALL_CLOCK = [
     ("duration_ms", re.compile(r"(\bduration_ms(?::\s*|>))\d+"), r"\1<MS>"),
     ("after running for ", re.compile(r"(\bafter running for )\d+s\b"), r"\1<N>s"),

@@ -42,10 +42,9 @@ def volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
     # `test_x[[]param]`.
     for path in (run_dir, run_dir.resolve()):
         paths.setdefault(glob.escape(str(path)), "<RUN_DIR>")
-    # The CLI names per-folder state after the folder with every other character as `-`:
-    # the project's auto-memory folder (the run folder) and each attempt's task folder. A
-    # slug is one path component, so each attempt's is named in full (numbered on after a
-    # rollback or a resume, hence the generous bound).
+    # The CLI names per-folder state after the folder with every other character as `-`
+    # (the run folder's auto-memory, each attempt's task folder): each named in full, with
+    # room for attempts numbered on after a rollback or a resume.
     slug = cli_slug(run_dir.resolve())
     paths[slug] = "<RUN_DIR_SLUG>"
     folders = [cli_slug(f"steps-{step.id}-attempts") for step in spec.steps] or ["attempts"]

@@ -138,8 +138,7 @@ class ModelSource:
     disturbed: list[UpstreamFault] = field(default_factory=list)
     stale_reasons: list[StaleReason] = field(default_factory=list)  # staleness() of a replay
     mcp: McpTape | None = None  # the spec's MCP servers' traffic; None: they run as configured
-    #: The spec's cassette file, where `open_run_source` opened it (a partial recording
-    #: of an interrupted run lies beside it).
+    #: The spec's cassette file, where `open_run_source` opened it.
     cassette_file: Path | None = None
 
     def open_mcp(self, spec: Spec, folder: Path) -> None:
@@ -164,8 +163,7 @@ class ModelSource:
     #: the cassette, so `script_misfit` compares its answers with those choices' turns.
     script_picks: tuple[int, ...] = ()
 
-    #: Structured sessions (reflector, planner) a replay takes from the cassette, and the
-    #: hashes a recording stores so a later replay can (nothing without a cassette).
+    #: Structured sessions a replay takes from the cassette, and the hashes a recording stores.
     recall: Recall = field(default_factory=Recall)
 
     @property

@@ -62,9 +62,8 @@ _TOK = r"[A-Za-z0-9._~+/=-]"
 _BEARER = re.compile(r"bearer\s+", re.IGNORECASE)
 #: A line break as written or inside a JSON string.
 _BREAK = r"(?:\r?\n|\\r\\n|\\n)"
-#: A private key, from its first line (the markers of detect-secrets' PrivateKeyDetector) to
-#: its END line; when cut off (``head``), as far as its lines look like key material (base64,
-#: or ``Header: value``).
+#: A private key, from its first line (detect-secrets' PrivateKeyDetector's markers) to its
+#: END line; when cut off (``head``), as far as its lines look like key material.
 _KEY_KIND = r"(?:DSA |EC |OPENSSH |PGP |RSA |SSH2 ENCRYPTED )?PRIVATE KEY(?: BLOCK)?"
 _KEY_BODY = (
     rf"(?:{_BREAK}(?!-{{4,5}} ?END)(?:[A-Za-z][A-Za-z-]*: [^\n\\\"]*|[A-Za-z0-9+/=]+))*"
@@ -79,9 +78,8 @@ _PRIVATE_KEYS = (
 _BASIC_AUTH = re.compile(r"(://[^:/?#\[\]@!$&'()*+,;=\s]+:)[^:/?#\[\]@!$&'()*+,;=\s<>]+(?=@)")
 
 
-#: Secrets this process was told of (`remember_secrets`: a run's spec `env:` and `pass_env:`
-#: values, its project's env files), value -> name: every default Scrubber made afterwards
-#: treats them as secrets, as it does the caller's secret-looking variables.
+#: Secrets this process was told of (`remember_secrets`), value -> name: every default
+#: Scrubber made afterwards treats them as secrets.
 _REMEMBERED: dict[str, str] = {}
 _REMEMBERED_LOCK = threading.Lock()
 #: `.env*` files that hold examples for a reader, not this machine's values.
@@ -259,8 +257,7 @@ class Scrubber:
                 continue
             count += 1
             label = re.sub(r"[^A-Za-z0-9_]", "_", name) or "SECRET"
-            # Secrets often sit inside JSON request bodies, where quotes, backslashes and
-            # non-ASCII characters appear escaped.
+            # Secrets often sit inside JSON request bodies, escaped.
             for form in (
                 value,
                 json.dumps(value)[1:-1],
@@ -270,8 +267,7 @@ class Scrubber:
         self._count = count
         forms = _trie(list(self._names))
         self._values = re.compile("|".join([_PLACEHOLDER.pattern, *forms])) if forms else None
-        # Values found so far: a model may echo a secret it read, without the name that
-        # gave it away (see scrub). The gateway's threads share one Scrubber.
+        # Values found so far (a model may echo a secret it read); shared by the gateway's threads.
         self._found: frozenset[str] = frozenset()
         self._lock = threading.Lock()
 

@@ -166,8 +166,7 @@ class Forwarding:
         except httpx.HTTPError as exc:
             failure, broken = _failure(exc, timeout, mid_stream=True), True
         except GeneratorExit:
-            # The CLI hung up mid-stream: it rejected what it read, or it was stopped. What
-            # it was sent is kept as sent, so a replay sends it the same again.
+            # The CLI hung up mid-stream: what it was sent is kept, so a replay sends it again.
             if sse:
                 received = b"".join(chunks)
                 what = "sent a stream the CLI stopped reading mid-way"
@@ -324,8 +323,7 @@ class Forwarding:
 
 #: Statuses the CLI retries (besides every 5xx): passed through, never kept in a cassette.
 TRANSIENT_STATUSES = frozenset({408, 409, 429})
-#: Response headers passed through to the CLI: what its retry logic reads, and the
-#: request id its error messages quote.
+#: Response headers passed through: what the CLI's retry logic reads, and the request id.
 _PASSED_RESPONSE_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry")
 _PASSED_RESPONSE_PREFIXES = ("anthropic-ratelimit-", "request-id")
 
