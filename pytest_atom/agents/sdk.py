@@ -4,11 +4,10 @@ The app's function builds its own agent with ``claude-agent-sdk`` and runs it on
 prompt, in a child process (`sdk_host`), so the SDK's event loop and imports stay out of
 pytest, with the environment a Claude Code agent gets.
 
-Every ``ClaudeAgentOptions`` the app makes is given the harness's parts (see `sdk_host`):
-the pinned CLI (through a shim that copies its stream-json to a log), the attempt folder,
-the session, and the settings file with the sandbox and the isolation, as the CLI agent's.
-The log is read as it grows (`AgentSession.follow`), so budgets stop the app as they stop
-the CLI, and checks, traces and reports read the same records.
+Every ``ClaudeAgentOptions`` the app makes is given the harness's parts (`sdk_host`), the
+pinned CLI through a shim that copies its stream-json to a log, read as it grows
+(`AgentSession.follow`): budgets stop the app as they stop the CLI, and reports read the
+same records.
 
 The app loops on its own, so `loops` is False and the harness runs it once per attempt; a
 refine attempt runs it again with the reviewer's feedback, continuing the same session.

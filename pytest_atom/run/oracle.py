@@ -2,10 +2,9 @@
 able to tell good work from bad?
 
 A spec's ``oracle:`` (a script that solves the task) runs as the agent of an ordinary
-attempt (`OracleAgent`): the same workspace copy, set-up, confinement and checks a real
-attempt gets, with no gateway and no reflector. A spec's ``script:`` plays offline through
-the harness, even when a cassette exists (`run_script`); `cassette_notes` says what
-`pytest --atom`, which replays the cassette, will do where it no longer fits.
+attempt (`OracleAgent`), with no gateway and no reflector. A spec's ``script:`` plays
+offline, even when a cassette exists (`run_script`); `cassette_notes` says what a replay of
+the cassette will do where it no longer fits.
 """
 
 from __future__ import annotations
