@@ -198,8 +198,7 @@ class RecordingError(HarnessError):
 
 
 class UpstreamUnreachable(RecordingError):
-    """The recording's upstream cannot be connected to: the front end stops the session,
-    saying `headline` (the upstream and what it did)."""
+    """The recording's upstream cannot be reached: the front end stops the session (`headline`)."""
 
     def __init__(self, message: str, headline: str) -> None:
         super().__init__(message)

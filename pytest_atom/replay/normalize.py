@@ -288,7 +288,6 @@ class Normalizer:
         return self._task_re.sub(lambda m: self._tasks[m.group(0)], text)
 
     def _learn(self, found: Iterable[str]) -> None:
-        """Number the ids in `found` not known yet, in their order."""
         with self._tasks_lock:
             new = [i for i in dict.fromkeys(found) if i not in self._tasks]
             for task in new:

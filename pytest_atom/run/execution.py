@@ -304,8 +304,7 @@ class AttemptLoop:
         return {**build_env(self.run_dir / "home", self.spec.pass_env), **self.spec_env}
 
     def check_sandbox(self, path: Path) -> ProcessSandbox | None:
-        """The agent's confinement for the checks' commands; None with `sandbox: false`,
-        or when no check runs any code."""
+        """The agent's confinement for the checks' commands; None without a sandbox or code."""
         if not needs_sandbox(self.spec.accept):
             return None
         return process_sandbox(Confinement(self.run_dir, self.spec.sandbox), path, self.check_env)

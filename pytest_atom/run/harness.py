@@ -95,8 +95,7 @@ class Harness:
         return BaselineGate(path, self.settings.baseline_tolerance)
 
     def registry(self, hook: HookRelay | None = None) -> CheckRegistry:
-        """The built-in check kinds plus those the hooks register (`hook`: a narrower
-        relay, such as a spec file's). The harness's own is built once."""
+        """The built-in check kinds plus those the hooks register (`hook`: a narrower relay)."""
         if hook is None and self._registry is not None:
             return self._registry
         registry = default_registry()

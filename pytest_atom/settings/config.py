@@ -163,7 +163,6 @@ def _key_lines(node: yaml.Node | None, path: Path) -> dict[str, int]:
 
 
 def _expand(value: Any, path: Path, key: str, line: int | None) -> Any:
-    """Every string inside `value` expanded (`settings.interpolate`)."""
     if isinstance(value, list):
         return [_expand(item, path, key, line) for item in value]
     if not isinstance(value, str):

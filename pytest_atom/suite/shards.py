@@ -74,8 +74,7 @@ def write_shard(
     other_failures: int,
     history: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write a session's shard results file (scrubbed); with `history`, the session's
-    history run and items (`atom history import` reads them)."""
+    """Write a session's shard results file (scrubbed), with `history` its history run."""
     extra: dict[str, Any] = {
         "failures": dict(sorted(failures.items())),
         "other_failures": other_failures,

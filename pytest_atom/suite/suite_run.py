@@ -222,8 +222,7 @@ class SuiteRun:
         return self._history_run, [self.history_items[n][0] for n in order]
 
     def history_document(self) -> dict[str, Any] | None:
-        """The session's history run and items as JSON values, for a shard's results file
-        (`atom history import` reads it); None: no items."""
+        """The session's history run and items as JSON, for a shard's results; None: no items."""
         if not self.history_items:
             return None
         run, _ = self.history_run()
