@@ -36,14 +36,12 @@
             ├── ClaudeNotFoundError        no usable `claude` binary
             └── SandboxUnavailableError    Claude Code's sandbox cannot run here
 
-Signals that never leave the module that raises them (`gateway.server.AbortReply`, the
-test outcomes of `pytest.items`, ...) derive from `AtomError` too, but live beside their one
-raiser.
+Signals that never leave their one raiser (`gateway.server.AbortReply`, ...) derive from
+`AtomError` too, but live beside it.
 
-Where to add: a new concept's error goes here, under `AtomError` (or `HarnessError` when it
-means "the harness could not run the spec"), with its place in the drawing above. A class
-keeps the standard base callers catch it by (`class X(AtomError, ValueError)`). str() of
-each is the whole user-facing message.
+Where to add: a new concept's error goes here, under `AtomError` (or `HarnessError`), with
+its place in the drawing above; a class keeps the standard base callers catch it by. str()
+of each is the whole user-facing message.
 """
 
 from __future__ import annotations
@@ -180,8 +178,7 @@ class SpecialFileError(AtomError, OSError):
 
 
 class LinkOutsideError(AtomError, OSError):
-    """A link out of the project being copied into a run: never copied where the agent
-    can read it."""
+    """A link out of the project being copied into a run, where the agent could read it."""
 
 
 # --- the harness could not run the spec --------------------------------------------------------
@@ -201,8 +198,7 @@ class RecordingError(HarnessError):
 
 
 class UpstreamUnreachable(RecordingError):
-    """The recording's upstream cannot be connected to: the front end stops the session,
-    saying `headline` (the upstream and what it did)."""
+    """The recording's upstream cannot be reached: the front end stops the session (`headline`)."""
 
     def __init__(self, message: str, headline: str) -> None:
         super().__init__(message)

@@ -272,8 +272,8 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-#: Assistant events printed without a message id (never seen from the CLI) count as answers
-#: of their own: named by the event's own uuid, else by a counter unique in the process.
+#: Assistant events without a message id count as answers of their own: named by their
+#: uuid, else by a counter unique in the process.
 _anonymous = iter(range(1, 1 << 62))
 
 
@@ -348,8 +348,7 @@ def _system(raw: Mapping[str, Any]) -> list[Event]:
                 str(raw.get("decision_reason_type") or ""),
             )
         ]
-    # A Bash command that runs a few seconds is a task too (`task_type: local_bash`): only
-    # an agent's task (`local_agent`, or no type: older CLIs) starts a subagent.
+    # A long Bash command is a task too (`local_bash`): only an agent's starts a subagent.
     agent_task = str(raw.get("task_type") or "local_agent").endswith("agent")
     if subtype == "task_started" and raw.get("tool_use_id") and agent_task:
         return [

@@ -40,9 +40,8 @@ def _distribution(point: EntryPoint) -> str:
 
 def declared(group: str) -> tuple[EntryPoint, ...]:
     """The group's entry points: pytest-atom's own first, then other distributions', each by
-    name (a build backend writes them sorted anyway). A name two of them declare is refused
-    (one would shadow the other); so is a group with none of pytest-atom's (the installed
-    metadata predates it)."""
+    name. A name two of them declare is refused (one would shadow the other); so is a group
+    with none of pytest-atom's (the installed metadata predates it)."""
     points = entry_points(group=group)
     own = sorted((p for p in points if _distribution(p) == OWN_DISTRIBUTION), key=lambda p: p.name)
     if not own:

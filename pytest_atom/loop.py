@@ -53,10 +53,7 @@ def _backoff(base: int, cap: int, attempt: int) -> int:
 
 
 class RetryManager:
-    """Classify a failed run into "retry after N seconds" or not.
-
-    It only *computes* the wait: the caller sleeps, so tests inject a clock instead of
-    waiting for 3pm."""
+    """Classify a failed run into "retry after N seconds" or not; the caller sleeps."""
 
     def __init__(
         self,
@@ -111,9 +108,8 @@ class IterationHistory:
         self._entries: list[dict[str, Any]] = []
 
     def add_iteration(self, iteration: int, result: Mapping[str, Any]) -> None:
-        """Store `result` with its iteration number and a UTC ISO-8601 timestamp (both
-        authoritative over keys of `result`); extra keys are kept, a missing stdout or
-        returncode reads "" and -1."""
+        """Store `result` with its iteration number and a UTC ISO-8601 timestamp (both over
+        keys of `result`); a missing stdout or returncode reads "" and -1."""
         now = self._clock()
         # A naive clock is taken to be UTC already: astimezone() would assume local time.
         if now.tzinfo is None:
@@ -157,16 +153,12 @@ class AtomRuntime:
     ) -> None:
         """
         Keyword-only:
-            runner: the agent (or ClaudeRunner) to use: its environment decides where the
-                CLI talks to. Default: Claude Code in the caller's own environment.
+            runner: the agent to use (default: Claude Code in the caller's environment).
             session_id: the conversation's id; a fresh one when omitted.
             max_retries: retries per iteration; None retries forever.
             timeout: seconds for the whole run; each call gets what is left.
-            sleep: how retry waits happen (tests pass a recorder, so nothing really waits).
-            reply: a conversation's user (`pytest_atom.run.simulated_user`): after each
-                iteration, the next message, or None when the user is done (then the run
-                succeeded); the exit signal is not looked for.
-        """
+            reply: a conversation's user: after each iteration, the next message, or None
+                when the user is done (the run succeeded); no exit signal is looked for."""
         self.system_prompt = system_prompt
         self.conversation_dir = Path(conversation_dir)
         self.max_iterations = max_iterations
@@ -209,10 +201,7 @@ class AtomRuntime:
 
     def execute(self, user_prompt: str, *, message: str | None = None) -> RunOutcome:
         """Iterate until done; never raises for the CLI's failures, reports them instead.
-
-        `message` replaces what the first iteration says (the system prompt and the task),
-        for a run that continues an earlier conversation, such as a refine attempt.
-        """
+        `message` replaces the first iteration's (a refine attempt's continued conversation)."""
         started = time.monotonic()
         deadline = started + self.timeout if self.timeout else None
         try:

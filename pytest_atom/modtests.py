@@ -34,8 +34,7 @@ TEST_FILE = re.compile(r"\.test\.tsx?$")
 HOOKS_MANIFEST = Path("hooks") / "hooks.json"
 #: How long one file's run may take: the CLI gives each file's child two minutes itself.
 TIMEOUT_SECONDS = 300.0
-#: A test's line: ``(pass) TITLE [1.23ms]`` or ``(fail) TITLE [1.23ms]``; a failure's
-#: message and the kit's advice follow it, each line indented by two spaces.
+#: A test's line: ``(pass) TITLE [1.23ms]``; a failure's message follows, indented by two.
 _RESULT = re.compile(r"^\((?P<word>pass|fail)\) (?P<title>.*) \[(?P<ms>\d+(?:\.\d+)?)ms\]$")
 _LOAD_FAILED = "(fail) the file did not load"
 
@@ -94,8 +93,7 @@ def run_file(test_file: Path, mod: Path, runs_dir: Path) -> FileRun:
 
 
 def _copy_mod(mod: Path, copy: Path, keep: Path, runs_dir: Path) -> None:
-    """The mod at `copy`, with `keep` its only test file; its ``.git``, ``.atom`` and the
-    runs folder (where it is inside the mod) left out."""
+    """The mod at `copy`, with `keep` its only test file; ``.git``, ``.atom``, runs left out."""
 
     def ignored(folder: str, names: list[str]) -> set[str]:
         here = Path(folder).relative_to(mod)

@@ -127,11 +127,9 @@ def _default_paths(config: pytest.Config, configured: list[Path]) -> None:
 
 @pytest.fixture
 def atom_settings() -> dict[str, Any]:
-    """pytest-atom settings for the tests (and specs) below this conftest: override it.
-
-    Keys as in `pytest_atom.RunSettings`. The command line and ``@pytest.mark.atom(...)``
-    win over it; it wins over the ini file and ``.atom/config.yaml``.
-    """
+    """pytest-atom settings (`pytest_atom.RunSettings`' keys) for the tests and specs below
+    this conftest: override it. The command line and ``@pytest.mark.atom(...)`` win over it;
+    it wins over the ini file and ``.atom/config.yaml``."""
     return {}
 
 
@@ -186,8 +184,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     seen = session.config.stash.get(_SPECS_SEEN, [])
     if seen and not session.items and session.config.args_source == pytest.Config.ArgsSource.ARGS:
         named = _named_files(session.config)
-        # Only specs inside a folder that was named: pytest also lists the folders on its
-        # way to a named file, and their specs were never asked for.
+        # Only specs inside a named folder, not those on pytest's way to a named file.
         unnamed = [p for p in seen if p not in named and any(n in p.parents for n in named)]
         if unnamed:
             _hint(session.config, unnamed[0], f"{len(unnamed)} pytest-atom spec file(s) were found")

@@ -55,8 +55,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _SWEEP_SECONDS = 5.0
 
 #: The supervisor's command: this module imported by its file name from its folder (its
-#: cached bytecode is read, not the source compiled anew: a few ms a start), put last on
-#: `sys.path` so that none of its neighbours shadows a standard module.
+#: cached bytecode is read), put last on `sys.path` so no neighbour shadows a standard module.
 _SUPERVISOR = [
     sys.executable,
     "-I",
@@ -68,12 +67,8 @@ _SUPERVISOR = [
 
 
 def end_with_parent() -> None:
-    """End this process (SIGKILL) when its parent ends, from its first `spawn` on.
-
-    For a pytest-xdist worker, whose controller a `kill -9` may end: killed, it takes the
-    trees it spawned with it (their supervisors' parent-death signal). A thread looks every
-    `PARENT_POLL` seconds; none is started in a process that never spawns anything.
-    """
+    """End this process (SIGKILL) when its parent ends, from its first `spawn` on: a
+    pytest-xdist worker whose controller a `kill -9` ends takes its trees with it."""
     _PARENT.setdefault("pid", os.getppid())
 
 
@@ -98,12 +93,9 @@ def _watch_parent() -> None:
 
 def spawn(args: Sequence[str] | str, **options: Any) -> subprocess.Popen[Any]:
     """Start `args` as `subprocess.Popen` would, below a supervisor (see the module's text).
-
-    The `Popen` returned is the supervisor's: its pid leads the process group (with
-    ``start_new_session=True``); its exit status (``-N`` when a signal ended it), stdin,
-    stdout and stderr are the command's. A command that cannot be started raises the
-    `OSError` Popen would, naming it.
-    """
+    The `Popen` returned is the supervisor's (its pid leads the process group); its exit
+    status, stdin, stdout and stderr are the command's; a command that cannot start raises
+    Popen's `OSError`."""
     import subprocess
 
     _watch_parent()
@@ -146,12 +138,9 @@ def _descendants(pid: int) -> list[int]:
 
 
 def kill_process_tree(proc: subprocess.Popen[Any]) -> None:
-    """Kill the CLI, its process group and every descendant.
-
-    The CLI starts its Bash tool's shell in a session of its own, out of reach of a
-    process-group kill; the tree is collected before anything dies, as orphans are
-    re-parented. Under a supervisor, its SIGTERM ends whatever the collection missed.
-    """
+    """Kill the CLI, its process group and every descendant: the CLI starts its Bash tool's
+    shell in a session of its own, so the tree is collected before anything dies (orphans
+    are re-parented). Under a supervisor, its SIGTERM ends whatever the collection missed."""
     import signal
     import subprocess
     import time
@@ -189,8 +178,7 @@ def supervise(argv: list[str]) -> int:
 
     Every signal it acts on is blocked and taken with sigwaitinfo: no handler runs between
     a child's reaping and the reading of its status. SIGUSR1 is the parent's death; it also
-    comes when the parent's *thread* that spawned this one ends, so the parent is checked.
-    """
+    comes when the parent's *thread* that spawned this one ends, so the parent is checked."""
     sig = _signals()
     report, parent, command = int(argv[0]), int(argv[1]), argv[2:]
     stops = {sig.SIGTERM, sig.SIGINT, sig.SIGHUP}
@@ -214,8 +202,7 @@ def supervise(argv: list[str]) -> int:
 
 
 def _prctl(option: int, value: int) -> None:
-    """Best effort: where prctl is refused or ctypes is missing, the command still runs, only
-    as a plain child would."""
+    """Best effort: where prctl or ctypes fails, the command still runs as a plain child."""
     try:
         import ctypes
 
@@ -248,9 +235,7 @@ def _start(sig: Any, command: list[str], report: int) -> int:
 
 
 def _reap(child: int) -> tuple[int | None, bool]:
-    """Reap every child that has ended (orphans come here too): `child`'s status if it has,
-    and whether any process is left below (orphans are re-parented here, so no child of
-    this one means none)."""
+    """Reap every ended child: `child`'s status if it ended, and whether any is left below."""
     found = None
     while True:
         try:

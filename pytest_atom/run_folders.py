@@ -48,9 +48,8 @@ _RUN_NAME = re.compile(r"^(?P<spec>.+)-(?P<stamp>\d{8}-\d{6})-(?P<id>[0-9a-f]{6}
 
 
 def folder_spec_name(spec: str) -> str:
-    """A spec's name as run folder names spell it: without ``[`` and ``]`` (glob
-    characters in a shell: ``arms[no-hook]`` as ``arms-no-hook``), and inert (a name may
-    hold control characters, which `ls` would send to the terminal)."""
+    """A spec's name as run folder names spell it: without the shell's glob characters
+    ``[`` and ``]``, and inert (`ls` would send a name's control characters to the terminal)."""
     return inert(spec).replace("[", "-").replace("]", "")
 
 

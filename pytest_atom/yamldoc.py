@@ -62,8 +62,7 @@ def from_yaml_error(exc: yaml.YAMLError) -> YamlDocError:
         message = "invalid YAML: " + " ".join(p for p in parts if p)
     else:
         message = f"invalid YAML: {problem or 'unreadable YAML'}"
-    # At the end of the file the parser only noticed that something was never closed;
-    # the construct it was reading (the context) is what the person has to fix.
+    # At the end of the file: the construct the parser was reading is what needs fixing.
     at_end = problem is not None and ("end of stream" in problem or "<stream end>" in problem)
     cause = context_mark if (at_end or problem_mark is None) and context_mark else problem_mark
     if cause is None:

@@ -46,15 +46,12 @@ class SessionRunner(Protocol):
 
 
 class Agent(SessionRunner, Protocol):
-    """An agent the harness can run, continue and ask for structured answers.
-
-    `run` sends `prompt` in `conversation_dir`: a pinned `session_id` starts the session,
-    or continues it once it exists (with `use_context`)."""
+    """An agent the harness can run, continue and ask for structured answers; `run`'s pinned
+    `session_id` starts the session, or continues it once it exists (`use_context`)."""
 
     #: Whose session this is; every model request it sends is marked so (wire.roles).
     role: Role
-    #: Does the harness's atom loop iterate it until the exit signal? Claude Code does; an
-    #: SDK app runs its own loop, once per attempt, and finishing is its answer.
+    #: Does the atom loop iterate it until the exit signal? (An SDK app loops on its own.)
     loops: bool
 
     @property
@@ -103,8 +100,7 @@ class AgentKind(Protocol):
 
 @cache
 def agent_kind(name: str) -> AgentKind:
-    """The installed agent kind `name` (only its module imported); AtomError naming the
-    installed ones otherwise."""
+    """The installed agent kind `name`; AtomError naming the installed ones otherwise."""
     kind: AgentKind | None = load_one(GROUP, name, AgentKind)
     if kind is None:
         names = ", ".join(p.name for p in declared(GROUP))

@@ -4,11 +4,10 @@ The app's function builds its own agent with ``claude-agent-sdk`` and runs it on
 prompt, in a child process (`sdk_host`), so the SDK's event loop and imports stay out of
 pytest, with the environment a Claude Code agent gets.
 
-Every ``ClaudeAgentOptions`` the app makes is given the harness's parts (see `sdk_host`):
-the pinned CLI (through a shim that copies its stream-json to a log), the attempt folder,
-the session, and the settings file with the sandbox and the isolation, as the CLI agent's.
-The log is read as it grows (`AgentSession.follow`), so budgets stop the app as they stop
-the CLI, and checks, traces and reports read the same records.
+Every ``ClaudeAgentOptions`` the app makes is given the harness's parts (`sdk_host`), the
+pinned CLI through a shim that copies its stream-json to a log, read as it grows
+(`AgentSession.follow`): budgets stop the app as they stop the CLI, and reports read the
+same records.
 
 The app loops on its own, so `loops` is False and the harness runs it once per attempt; a
 refine attempt runs it again with the reviewer's feedback, continuing the same session.
@@ -42,11 +41,8 @@ _POLL = 0.05  # seconds between looks at the growing log
 
 
 class SdkAgent:
-    """The executor of a spec whose `agent:` is an SDK app; built by `run.factory`.
-
-    `session` is the one the CLI agent it stands in for would run with, so an SDK spec is
-    configured (``claude:``, ``sandbox:``, ``limits:``) like any other.
-    """
+    """The executor of a spec whose `agent:` is an SDK app; built by `run.factory` with the
+    CLI agent's `session`, so an SDK spec is configured like any other."""
 
     role: Role = "executor"
     loops = False

@@ -28,8 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: What the fold names a usage iteration's kind; a kind not listed is named as given,
-#: without its ``_message`` suffix.
+#: What the fold names a usage iteration's kind; else as given, less ``_message``.
 _KINDS = {"advisor_message": "advisor", "compaction": "compaction", "message": "message"}
 
 
@@ -40,8 +39,7 @@ def token_count(value: Any) -> int:
 
 @dataclass(frozen=True)
 class Tokens:
-    """The four token counts the API bills (``cache_write_1h`` of the cache writes at the
-    one-hour price)."""
+    """The four token counts the API bills (``cache_write_1h``: at the one-hour price)."""
 
     input: int = 0
     output: int = 0
@@ -186,8 +184,7 @@ def billed(usage: Any) -> Billed:
         kind = _KINDS.get(raw, raw.removesuffix("_message"))
         model = step.get("model")
         steps.append(Iteration(kind, model if isinstance(model, str) else None, Tokens.of(step)))
-    # What the top-level counts hold beyond the answer's own steps came from the other steps:
-    # counted once, in the top-level counts.
+    # What the top-level counts hold beyond the answer's steps is the other steps': once.
     overlap = _minus(Tokens.of(usage), answer)
     for i, step in enumerate(steps):
         spent = _minus(step.tokens, _minus(step.tokens, overlap))  # min(step, overlap)

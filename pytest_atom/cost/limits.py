@@ -1,12 +1,10 @@
 """Budgets an agent must stay within (docs/how-to/budgets.md), enforced while it runs.
 
-A spec's ``limits:`` (and ``.atom/config.yaml``'s, as project defaults; the spec wins per
-key) bound what the *agent* may use over a whole spec run: every iteration of every
-attempt adds up, because a budget is about what getting the task done costs, refine
-attempts included. The reflector is the harness's judge, not the agent: it never counts.
-
-`Budget.observe` folds the agent's events in as they arrive, so the runner can stop the CLI
-the moment a limit is crossed; a replay's recorded answers are counted the same way.
+A spec's ``limits:`` (``.atom/config.yaml``'s as project defaults) bound what the *agent*
+may use over a whole spec run, refine attempts included: a budget is what getting the task
+done costs. The reflector is the harness's judge, not the agent: it never counts.
+`Budget.observe` folds events in as they arrive (replayed too), so the runner can stop the
+CLI the moment a limit is crossed.
 
 - turns: assistant messages the CLI streams, a subagent's among them (the CLI emits one
   event per content block, all with the message's id; a message counts once; a subagent's
@@ -58,8 +56,7 @@ class Limits:
 
 
 def parse_limits(data: Mapping[str, Any]) -> Limits:
-    """A ``limits:`` mapping as written in a config file (which has no schema); ValueError
-    names the bad key."""
+    """A config file's ``limits:`` mapping (no schema checks it); ValueError names a bad key."""
     values: dict[str, Any] = {}
     for key, value in data.items():
         if key not in LIMIT_KEYS:

@@ -98,8 +98,7 @@ class RoleBills:
     steps: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
 
     def add(self, role: str, used: Billed, model: str | None, usd: float | None = None) -> float:
-        """Add one answer of `role`'s, priced at `model` (or at `usd`, when the caller has
-        its price already); returns its price in dollars."""
+        """Add one answer of `role`'s, priced at `model` (or `usd`); its price in dollars."""
         usd = cost_usd(used, model) if usd is None else usd
         self.by_role[role] = self.by_role.get(role, Billed()) + used
         self.usd_by_role[role] = self.usd_by_role.get(role, 0.0) + usd

@@ -1,10 +1,8 @@
 """A session's spending limit (``--atom-max-cost-usd``): what recording may spend in total.
 
-A spec's ``limits: {max_cost_usd}`` bounds one spec run, and is only known when a call
-ends (the CLI prices it). This limit bounds the whole session, on what the API billed
-as the streams arrive: the gateway adds each live answer's price (`pytest_atom.cost.billing`
-and `.prices`: Claude Code's own prices) the moment it has passed through. Once the
-limit is reached:
+Unlike a spec's ``limits: {max_cost_usd}``, known only when a call ends, this limit bounds
+the whole session on what the API billed as the streams arrive: the gateway adds each live
+answer's price (`billing`, `prices`) once it has passed through. Once it is reached:
 
 - no new ``claude -p`` call starts: a spec not started yet is not run (`SpendingLimitReached`);
 - a call under way is stopped the way a spec's limits stop one, and the gateway answers any
@@ -12,9 +10,7 @@ limit is reached:
 - the session exits 2, as ``claude plugin eval --max-cost-usd`` does, and its summary says
   what was spent and which specs did not run.
 
-Only what was paid counts: scripted and replayed answers cost nothing. Under pytest-xdist
-each of N workers holds its own share (the limit / N), so the session as a whole stays
-within it.
+Only what was paid counts. Under pytest-xdist each of N workers holds the limit / N.
 """
 
 from __future__ import annotations

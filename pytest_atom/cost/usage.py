@@ -25,13 +25,11 @@ from typing import Any
 from pytest_atom.cost.billing import Tokens, token_count
 from pytest_atom.events import Event, MessageUsage, Result, SessionStarted, ToolCall
 
-#: The kinds of session a spec run reports usage for, in report order: the agent's main
-#: session, its subagents, the judge, the planner, the simulated user; then the steps the
-#: API bills on top of a session's answers (``usage.iterations``), read from the streams:
-#: the advisor's (which Claude Code files under its model, so among "subagents" until split
-#: off here) and compaction's (which Claude Code leaves out). Last, ``other``: what the run's
-#: figure holds that no role names (a call stopped before its result event, a side request),
-#: so the roles always add up to ``atom_tokens`` and the dollars spent.
+#: The kinds of session a spec run reports usage for, in report order; then the steps the
+#: API bills on top of a session's answers (``usage.iterations``): the advisor's (which
+#: Claude Code files under its model) and compaction's (which it leaves out). Last, ``other``:
+#: what no role names (a call stopped before its result, a side request), so the roles
+#: always add up to ``atom_tokens`` and the dollars spent.
 ROLES = (
     "executor",
     "subagents",
@@ -87,11 +85,8 @@ class RoleUsage:
 @dataclass(frozen=True)
 class Dollars:
     """A run's dollars by the one rule every view reads: two figures, never added together.
-
-    `spent` is what the run paid an API (0 when scripted, replayed or cached).
-    `list_price` is Claude Code's price of every session the run's figures hold, paid or
-    not (the roles' dollars added up): what recording these sessions costs.
-    """
+    `spent` is what the run paid an API (0 when scripted, replayed or cached); `list_price`
+    is Claude Code's price of every session, paid or not: what recording them costs."""
 
     spent: float = 0.0
     list_price: float = 0.0
@@ -109,8 +104,7 @@ class CallUsage:
     tool_calls: int = 0
     ended: bool = False  # the result event arrived: the figures below are exact
     main_model: str | None = None
-    #: The result event's figures: the main session's usage, this call's per-model usage of
-    #: every session, and this call's cost.
+    #: The result event's figures: the main session's usage, per-model usage and cost.
     main_usage: dict[str, Any] = field(default_factory=dict)
     model_usage: dict[str, Any] = field(default_factory=dict)
     cost_usd: float = 0.0
@@ -173,13 +167,9 @@ def every_session_tokens(main_usage: Any, model_usage: Mapping[str, Any]) -> int
 def subagent_cost(
     main_usage: Any, model_usage: Mapping[str, Any], main_model: str | None, cost: float
 ) -> float:
-    """The share of a call's `cost` spent by every session but the main one.
-
-    The CLI prices usage per model, not per session: a model the main session did not
-    use is the other sessions' alone; the main model's cost is split by price-weighted
-    tokens (output 5x input, cache writes 1.25x, cache reads 0.1x): an estimate. The
-    call's total stays exact.
-    """
+    """The share of a call's `cost` spent by every session but the main one. The CLI prices
+    per model, not per session: a model the main session did not use is the others' alone;
+    the main model's cost is split by price-weighted tokens (an estimate)."""
     models = {k: v for k, v in model_usage.items() if isinstance(v, Mapping)}
     if not models:
         return 0.0
@@ -210,11 +200,8 @@ def split_steps(
 ) -> dict[str, dict[str, RoleUsage]]:
     """Give the steps billed on top of the answers (`steps`: gateway role -> kind ->
     (tokens, dollars)) roles of their own in `roles`; return what of them Claude Code
-    counted nowhere, by gateway role and kind.
-
-    An advisor step is taken out of the session Claude Code filed it under, as far as that
-    session holds it; the rest, and a compaction step (or a kind not known yet), Claude
-    Code left out. The roles then add up to what the streams billed."""
+    counted nowhere. An advisor step is taken out of the session Claude Code filed it under;
+    a compaction step (or an unknown kind) Claude Code left out."""
     left_out: dict[str, dict[str, RoleUsage]] = {}
     for role, kinds in steps.items():
         session = _FILED_UNDER.get(role, role)

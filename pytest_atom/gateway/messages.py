@@ -128,8 +128,7 @@ def parse_sse(text: str) -> list[tuple[str, str]]:
 def coalesce_sse(text: str) -> str:
     """Merge each content block's many deltas into one, keeping every other event as is:
     a cassette then reads as the model's words, and a path split across two deltas becomes
-    one string normalization can find. Anything that does not parse is returned unchanged.
-    """
+    one string normalization can find. Anything that does not parse is returned unchanged."""
     try:
         events = [(name, json.loads(data)) for name, data in parse_sse(text)]
     except ValueError:
@@ -155,8 +154,7 @@ def coalesce_sse(text: str) -> str:
         if name == "content_block_stop" and data.get("index") in pending:
             out.append(_event("content_block_delta", pending.pop(data["index"])))
         elif name != "ping" and pending and name != "content_block_start":
-            # A stream that breaks off (an error event) or ends a message mid-block: its
-            # deltas stay before what came after them.
+            # A stream that breaks off mid-block: its deltas stay before what came after.
             out += [_event("content_block_delta", held) for held in pending.values()]
             pending.clear()
         out.append(_event(name, data))
@@ -165,8 +163,7 @@ def coalesce_sse(text: str) -> str:
 
 
 def _append_delta(target: dict[str, Any], delta: Mapping[str, Any]) -> None:
-    """Add a delta's piece to `target` (a held delta, or the block): the one rule for
-    folding a stream."""
+    """Add a delta's piece to `target` (a held delta, or the block)."""
     field = _DELTA_FIELDS.get(str(delta.get("type")))
     if field:
         target[field] = str(target.get(field, "")) + str(delta.get(field, ""))
@@ -185,13 +182,10 @@ def _fold_delta(block: dict[str, Any], delta: Mapping[str, Any]) -> None:
 
 
 def fold_sse(text: str) -> dict[str, Any]:
-    """The message an SSE body carries, the inverse of `sse_stream`, for reading a recording.
-
-    Returns ``{"content": blocks, "usage": usage, "model": model, "error": event or
-    None}``: each block with its deltas folded in (a tool call's JSON input parsed, if it
-    parses), the usage merged (`cost.billing.merge_usage`), the model that answered, and the
-    last ``error`` event. Events that are not JSON objects are skipped.
-    """
+    """The message an SSE body carries, the inverse of `sse_stream`, for reading a recording:
+    ``{"content", "usage", "model", "error"}``, each block with its deltas folded in, the
+    usage merged (`cost.billing.merge_usage`), the last ``error`` event. Non-JSON events are
+    skipped."""
     blocks: dict[int, dict[str, Any]] = {}
     usages: list[Any] = []
     model: str | None = None

@@ -46,8 +46,7 @@ class Turn:
     text: str | None
     tool_use: tuple[ToolUse, ...]
     line: int
-    #: A turn that gives `choices:` has no content of its own: playing the script puts one
-    #: choice's turns in its place.
+    #: A `choices:` turn has no content: playing the script puts one choice's turns there.
     choices: tuple[Choice, ...] = ()
 
 
@@ -102,8 +101,7 @@ class Script:
         return any(t.choices for t in (*self.turns, *self.reflector, *self.planner, *self.user))
 
     def play(self, key: str) -> Script:
-        """This script with every `choices:` turn replaced by the turns of the choice that
-        `key` (see `draw_key`) draws."""
+        """This script with each `choices:` turn replaced by the one `key` draws (`draw_key`)."""
         numbers = draws(key)
         return self._expand(lambda choices: _pick(choices, next(numbers)))
 
@@ -226,8 +224,7 @@ class Script:
         if "verdict" in data:  # shorthand for the reflector's structured answer
             if not isinstance(data["verdict"], dict):
                 raise fail(node, "'verdict' is a mapping: the reflector's JSON answer")
-            # Checked here: the CLI would refuse it and ask again, and the script would
-            # only say that the reflector wanted another turn.
+            # Checked here: the CLI would refuse it and ask again, hiding the cause.
             problem = verdict_error(data["verdict"])
             if problem:
                 where, words = problem
@@ -323,9 +320,8 @@ class ScriptedResponder:
         self._lock = threading.Lock()
         self._next = {"turns": 0, "reflector": 0, "planner": 0, "user": 0}
         self._side = 0
-        #: Why the script could not answer (it ran out of turns), the first time it could
-        #: not: the spec's own fault, which a run reports as a spec error (`decide`), never
-        #: as the agent's failure.
+        #: Why the script first could not answer (it ran out of turns): the spec's fault, a
+        #: spec error (`decide`), never the agent's failure.
         self.script_error: str | None = None
 
     def respond(self, request: GatewayRequest) -> Reply:

@@ -47,8 +47,7 @@ class Reply:
         """An API error Claude Code gives up on at once: the gateway's own "cannot answer".
 
         Claude Code 2.1.330 sends a request again, altered, after a 400; a 409 with
-        ``x-should-retry: false`` is taken as final by both 2.1.197 and 2.1.330 (measured).
-        """
+        ``x-should-retry: false`` is taken as final by both 2.1.197 and 2.1.330 (measured)."""
         reply = cls.error(409, "invalid_request_error", text)
         reply.headers["x-should-retry"] = "false"
         return reply
@@ -222,8 +221,7 @@ class _Server(ThreadingHTTPServer):
 
 
 class Gateway:
-    """A model gateway on 127.0.0.1 with an ephemeral port, used as a context manager; `url`
-    is what ``ANTHROPIC_BASE_URL`` is set to."""
+    """A model gateway on 127.0.0.1, a context manager; ``ANTHROPIC_BASE_URL`` is its `url`."""
 
     def __init__(self, responder: Responder, meter: Meter | None = None) -> None:
         self._server = _Server(("127.0.0.1", 0), _Handler)

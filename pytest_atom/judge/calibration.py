@@ -63,11 +63,8 @@ class Disagreement:
 
 @dataclass(frozen=True)
 class CriterionCalibration:
-    """One criterion's agreement with the humans, measured on its labelled samples.
-
-    `kappa` is Cohen's κ, NaN when undefined (each side gave one verdict to every sample);
-    a NaN is below every floor. `kappa_low` and `kappa_high` bound its 95 % interval.
-    """
+    """One criterion's agreement with the humans on its labelled samples: `kappa` is Cohen's
+    κ, NaN when undefined (below every floor); `kappa_low`, `kappa_high` its 95 % interval."""
 
     identity: JudgeIdentity
     samples: int

@@ -32,11 +32,9 @@ from pytest_atom.wire.verdict_schema import STEP_VERDICT_SCHEMA as STEP_VERDICT_
 from pytest_atom.wire.verdict_schema import VERDICT_SCHEMA as VERDICT_SCHEMA
 from pytest_atom.words import Scrubbed, clip
 
-#: The most characters the reflector's prompt quotes of each piece of evidence; a longer
-#: one is clipped in its middle (`words.clip`). About 200,000 characters in all, some 50,000
-#: tokens: a quarter of a 200,000-token context window, leaving the rest to Claude Code's
-#: own prompt, the files the reflector reads and its verdict (a 5 MB final message made the
-#: CLI refuse the session). The diff gets the most: it is the attempt's work.
+#: The most characters the reflector's prompt quotes of each piece of evidence (a longer one
+#: is clipped in its middle): some 50,000 tokens in all, a quarter of a 200,000-token window,
+#: as a 5 MB final message made the CLI refuse the session. The diff, the work, gets the most.
 REFLECTOR_BUDGET = {
     "task": 30_000,
     "checks": 40_000,  # all checks together
@@ -73,23 +71,18 @@ def vote_role(role: str, vote: int) -> str:
 
 
 def again_role(role: str) -> str:
-    """The role of the session that asks the judge again when its verdict left a criterion
-    out (`Verdict.omits`)."""
+    """The role of the session that asks again when a verdict left a criterion out."""
     return f"{role}:again"
 
 
 def combine_votes(votes: Sequence[Verdict]) -> Verdict:
     """One verdict from the verdicts of independent reflector sessions on one attempt.
 
-    A criterion is met when more than half of the votes say so (``claude plugin eval``
-    passes an llm grader on 2 of 3 judge votes); votes are aligned by position, the order
-    the prompt numbers the criteria in, and a vote that left a criterion out counts as
-    not met. The score is the median, not the mean: with an odd number of votes it is a
-    score one session gave, one wild session cannot move it, and it lies above the
-    threshold exactly when most votes do, the same majority the criteria follow. The
-    decision, feedback and rollback target are the median vote's, so they explain its
-    score; a flaky note from any vote is kept.
-    """
+    A criterion is met when more than half of the votes say so (as ``claude plugin eval``
+    does), votes aligned by the criteria's numbers, a criterion left out counting as not met.
+    The score is the median: one wild session cannot move it, and it passes the threshold
+    exactly when most votes do. The decision, feedback and rollback target are the median
+    vote's, so they explain its score; a flaky note from any vote is kept."""
     if not votes:
         raise ValueError("combine_votes needs at least one verdict")
     if len(votes) == 1:
@@ -222,8 +215,7 @@ def reflector_input(
     prompts: PromptLoader | None = None,
     earlier_steps: Sequence[str] = (),
 ) -> SessionInput:
-    """The reflector's whole request but its folder: what a replay compares to recall the
-    recorded verdict (pytest_atom.replay.recall)."""
+    """The reflector's whole request but its folder: what a replay compares to recall it."""
     diff = attempt_diff(spec, attempt_dir)
     return SessionInput(
         build_prompt(spec, checks, diff, final_message, threshold, prompts, earlier_steps),

@@ -34,8 +34,7 @@ from pytest_atom.spec.types import DEFAULT_MIN_SAMPLES, CalibrationFloor, Spec
 
 
 def criteria_floors(spec: Spec, require: float | None) -> tuple[CalibrationFloor | None, ...]:
-    """Each criterion's floor, in the spec's order: its own (over the setting's `require`),
-    or the setting's; None where neither applies."""
+    """Each criterion's floor, in order: its own, else the setting's `require`, else None."""
     everyone = CalibrationFloor(require) if require is not None else None
     return tuple(
         own.over(require) if (own := spec.criteria_floors.get(text)) is not None else everyone

@@ -5,10 +5,6 @@
         assert result.passed, result.report()
         assert snapshot == (result.workspace / "hello.txt").read_text()
 
-    def test_inline(atom):
-        result = atom.run(prompt="Create hello.txt", script={"turns": [...]},
-                          accept=[{"file_exists": "hello.txt"}])
-
 It works without `--atom`, through the same harness, settings, conftest check kinds,
 verdict hook, traces and JUnit properties as spec items.
 """
@@ -53,18 +49,14 @@ class AtomFixture:
         self, spec: str | Path | None = None, *, name: str | None = None, **inline: Any
     ) -> SpecResult:
         """Run a spec file (`spec`, from the rootdir, optionally one `name` in it), or an
-        inline spec (`inline`); a missing or malformed one fails the test with its SpecError.
-
-        Inline keys are the spec format's; `workspace` and `script` may be paths (relative
-        to the test file), `script` also a mapping of turns. An inline spec's cassette lives
-        at ``cassettes/<test file stem>/<test name>.yaml`` beside the test file.
-        """
+        inline spec (`inline`, the spec format's keys; `workspace` and `script` paths are the
+        test file's); a missing or malformed one fails the test with its SpecError. An inline
+        spec's cassette is ``cassettes/<test file stem>/<test name>.yaml`` beside the test."""
         harness, node = self._harness(), self._request.node
         registry = harness.registry(node.ihook)
         try:
             if spec is not None:
-                # From the rootdir, as node ids and `pytest --atom specs/x.atom.yaml` name it,
-                # wherever the test file sits.
+                # From the rootdir, as node ids name it, wherever the test file sits.
                 path = self._request.config.rootpath / spec  # an absolute `spec` stays
                 loaded = load_spec(path, name, check_kinds=registry.kinds())
             else:

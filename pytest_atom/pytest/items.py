@@ -302,8 +302,7 @@ class AtomItem(pytest.Function):
             if not snapshot(name=name) == data:
                 diff = snapshot.get_assert_diff()
                 if not self.config.get_terminal_writer().hasmarkup or not is_inert(data):
-                    # A file with control characters of its own: shown escaped, and so
-                    # without syrupy's colours, which its escapes would otherwise mix with.
+                    # A file with control characters: shown escaped, without syrupy's colours.
                     diff = [inert(_ANSI.sub("", line)) for line in diff]
                 mismatches.append((name, diff))
         if mismatches:
@@ -336,8 +335,7 @@ def snapshot_value(workspace: Path, name: str) -> str:
 def _report_steps(request: pytest.FixtureRequest, result: SpecResult) -> None:
     """Each step of a multi-step spec as a pytest subtest, where pytest has them (9.0 on)."""
     if not result.steps or result.outcome.error is not None or result.spec.xfail:
-        # The machinery failed, not a step, and the item's own failure says so; an xfail
-        # spec's expected failure is the whole spec's, not a step's.
+        # The machinery failed, not a step (the item says so); an xfail is the whole spec's.
         return
     try:
         subtests = request.getfixturevalue("subtests")
@@ -350,7 +348,6 @@ def _report_steps(request: pytest.FixtureRequest, result: SpecResult) -> None:
 
 
 def record_result(item: pytest.Item, result: SpecResult) -> None:
-    """Every installed format's JUnit properties of the run as the item's; the session's
-    summary reads them back."""
+    """Every installed format's JUnit properties of the run as the item's."""
     for report_format in report_formats():
         item.user_properties += report_format.properties(result)

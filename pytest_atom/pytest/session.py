@@ -269,7 +269,6 @@ class AtomSession:
 
 
 def _write_notes(terminalreporter: Any, said: Summary) -> None:
-    """What the summary says under its table."""
     # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
     for line in said.notes + said.tries + said.criteria:
         _write(terminalreporter, line)

@@ -36,10 +36,8 @@ def suite_run(config: pytest.Config) -> SuiteRun:
 
 
 def pytest_harness(config: pytest.Config) -> Harness:
-    """The harness of a pytest run: its command line, ini file and `.atom/config.yaml`.
-
-    Its root is the project's, found as `atom run` finds it, not pytest's rootdir (without
-    an ini file, the folder pytest ran in)."""
+    """The harness of a pytest run: its command line, ini file and `.atom/config.yaml`; its
+    root is the project's, found as `atom run` finds it, not pytest's rootdir."""
     try:
         given = config.option.atom_config  # ``--atom-config``: from where pytest ran
         config_path = None if given is None else config.invocation_params.dir / given
@@ -71,8 +69,7 @@ def command_line(config: pytest.Config) -> Layer:
 
 
 def settings_for(harness: Harness, node: pytest.Item, fixture: dict[str, Any]) -> RunSettings:
-    """A test's settings: the command line (the person's intent for this very run), then
-    its marks, then `atom_settings`, then files."""
+    """A test's settings: the command line, then its marks, then `atom_settings`, then files."""
     marks: dict[str, Any] = {}
     for mark in node.iter_markers("atom"):  # closest first: a test's mark beats its module's
         marks = {**mark.kwargs, **marks}

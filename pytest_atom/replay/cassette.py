@@ -41,8 +41,7 @@ FORMAT = 2  # pytest-atom's layout inside it, `metadata.format`: 1 had no shared
 SHARED = "$shared"  # {"$shared": name}: a reference to a block under metadata.shared
 _SHARED_FIELDS = ("system", "tools")  # body fields always stored once per distinct value
 #: ``metadata.recall``: the hashes that let a replay recall a structured session's answer
-#: (`replay.recall`). Written last before the shared blocks, so a key added later keeps its
-#: place.
+#: (`replay.recall`); written last before the shared blocks.
 RECALL = "recall"
 #: Marks a broken stream kept as the CLI saw it, with what broke it: a response header, so
 #: vcrpy and its tools read the file as before.
@@ -54,8 +53,7 @@ _REF_LINES = re.compile(r'\{\n\s*"\$shared": ("[\w-]+")\n\s*\}')
 
 
 # --- vcrpy's shape: every value a file holds checked for the type it must have ---------------
-# A cassette is data from whoever committed it (a hand edit, a merge gone wrong, a hostile pull
-# request): a wrong value is named (`Malformed`), never a TypeError from deep inside.
+# A cassette is data from whoever committed it: a wrong value is named (`Malformed`).
 
 
 class Malformed(AtomError, ValueError):
@@ -63,7 +61,6 @@ class Malformed(AtomError, ValueError):
     not JSON); the message says where and what it holds."""
 
 
-#: What `get(key, _MISSING)` gives for a key the file leaves out.
 _MISSING: Any = object()
 
 
@@ -118,7 +115,6 @@ def _headers(value: Any, where: str) -> dict[str, str]:
 
 
 def _body_json(raw: str) -> Any:
-    """The body's JSON, or the text itself when it is not JSON."""
     try:
         return json.loads(raw)
     except ValueError:
@@ -187,8 +183,7 @@ class Interaction:
 
     @classmethod
     def from_vcr(cls, data: Any) -> Interaction:
-        """The interaction a vcrpy mapping holds; `Malformed` (saying where) for a value of
-        the wrong type or a missing key."""
+        """The interaction a vcrpy mapping holds; `Malformed` (saying where) if misshapen."""
         entry = _mapping(data, "the interaction")
         request = _mapping(entry.get("request", _MISSING), "its request")
         response = _mapping(entry.get("response", _MISSING), "its response")
@@ -212,9 +207,8 @@ def _json_text(value: Any) -> str:
 
 
 def _ref(value: Any) -> str | None:
-    """The block name when `value` is a reference ({"$shared": name}), else None. Only
-    where refs are written (system, tools, each message), where the Messages API never has
-    a one-key object, so no real body is mistaken for one."""
+    """The block name when `value` is a reference ({"$shared": name}), else None. Refs sit
+    only where the Messages API never has a one-key object, so no real body looks like one."""
     if isinstance(value, dict) and len(value) == 1:
         name = value.get(SHARED)
         return name if isinstance(name, str) else None
@@ -393,9 +387,8 @@ def _fix(path: Path, metadata: Any, text: str) -> str:
 
 
 def _cut_short(text: str, data: Any, where: str, *, problem: bool = True) -> str | None:
-    """How the file was cut short, when it was: it starts as a cassette, but vcrpy's
-    closing `version:` key is missing and (unless pytest-atom wrote it) something else is
-    wrong too."""
+    """How the file was cut short: it starts as a cassette, but vcrpy's closing `version:`
+    key is missing and (unless pytest-atom wrote it) something else is wrong too."""
     closed = "version" in data if isinstance(data, dict) else bool(_VERSION_LINE.search(text))
     ours = text.startswith(HEADER)
     if closed or not (ours or _CASSETTE_START.search(text)) or not (problem or ours):

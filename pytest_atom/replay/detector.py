@@ -1,14 +1,12 @@
 """Find secret values in free text with Yelp's detect-secrets, cheaply enough for every body.
 
-What the Scrubber's known values and token shapes miss is a secret the run never announced:
-``AWS_SECRET_ACCESS_KEY=…`` in a file the agent reads, ``"api_key": "…"`` in a JSON config,
-a provider token in a tool result. detect-secrets knows those: its keyword plugin, its
-provider plugins (AWS, GitHub, Slack, Stripe, JWT, …) and its entropy measure.
+What the Scrubber's known values and token shapes miss is a secret the run never announced
+(``AWS_SECRET_ACCESS_KEY=…`` in a file the agent reads, a provider token in a tool result).
 
-It scans at milliseconds a line, and every request body resends a large system prompt and
-the whole conversation. So a cheap trigger (an assignment to a secret-ish name, or a long
-token) picks the few windows worth a look, each window's findings are cached, and the
-package is imported only when a first window needs it (a few hundred milliseconds).
+detect-secrets scans at milliseconds a line, and every request body resends the system prompt
+and the whole conversation: so a cheap trigger (an assignment to a secret-ish name, or a long
+token) picks the few windows worth a look, findings are cached per window, and the package
+is imported only when a first window needs it.
 
 Entropy alone is never enough: thinking signatures, tool-use ids and hashes are random
 too, and scrubbing them would break replay. It is the second opinion for names the
@@ -64,8 +62,7 @@ def is_secret_name(name: str) -> bool:
 
 
 def find_secrets(text: str) -> frozenset[str]:
-    """The secret values detect-secrets finds in ``text``, JSON-escaped text included, each
-    decoded (the secret itself, not its escaped form)."""
+    """The secret values detect-secrets finds in ``text``, JSON-escaped text included, decoded."""
     if len(text) < _MIN_VALUE + 4:  # no room for a name and a value
         return frozenset()
     if _CACHED_TEXT[0] <= len(text) < _CACHED_TEXT[1]:
@@ -125,10 +122,8 @@ _ESCAPED_BREAK = re.compile(r"(?:\\{1,2}r)?\\{1,2}n")
 
 
 def _views(window: str) -> Iterator[str]:
-    """The window's lines as written and as decoded from up to two levels of JSON escaping
-    (a file's content inside a tool call's JSON inside a stream event). A view still escaped
-    is cut at its escaped line breaks too, so a value never runs on into the next line.
-    """
+    """The window's lines as written and as decoded from up to two levels of JSON escaping;
+    a view still escaped is cut at its escaped line breaks, so no value runs on past one."""
     seen: set[str] = set()
     view = window
     for _ in range(3):
@@ -216,8 +211,7 @@ def _assigned_value(line: str, match: Match[str], group: int) -> str:
 
 def _plausible(value: str, *, strict: bool) -> bool:
     """Could this value be a credential, rather than a name, a path, a template or a number?
-    ``strict`` (names the keyword plugin does not list): also 12 characters or more, with a
-    digit, and (checked by the caller) random-looking."""
+    ``strict``: also 12 characters or more, with a digit (random-looking: the caller checks)."""
     from detect_secrets.filters import heuristic
 
     if len(value) < (12 if strict else _MIN_VALUE) or "<" in value or ">" in value:
@@ -258,15 +252,13 @@ class _Detector:
     random: Callable[[str], bool]
 
 
-#: Provider plugins whose findings are not credentials, or are handled as a whole elsewhere:
-#: public IP addresses; private key markers (the Scrubber redacts the whole key block) and
-#: basic-auth passwords (redacted in place, as short ones are common).
+#: Provider plugins whose findings are not credentials (public IPs), or are handled as a
+#: whole by the Scrubber (private key blocks, basic-auth passwords).
 _EXCLUDED = frozenset({"IPPublicDetector", "PrivateKeyDetector", "BasicAuthDetector"})
 
 
 def load_detector() -> None:
-    """Import detect-secrets now, not at the first window that needs it (a front end about
-    to run specs)."""
+    """Import detect-secrets now, not at the first window that needs it."""
     _detector()
 
 

@@ -101,8 +101,7 @@ class Divergence:
 #: app's own system prompt (``system``); nowhere, its recording already played (``played``).
 Where = Literal["cli", "machine", "tool_result", "conversation", "system", "played"]
 
-#: A line of the environment block (`` - OS Version: …``) or the sandbox's configuration
-#: (``Filesystem: {…}``): where Claude Code writes what it finds on the machine.
+#: A line where Claude Code writes what it finds on the machine (`` - OS Version: …``).
 _MACHINE_LINE = re.compile(r"(?: - ([A-Z][\w ]*): |(Filesystem|Network): )")
 
 
@@ -190,9 +189,7 @@ def text_difference(recorded: str, live: str) -> str:
 
 
 def _hunks(a: str, b: str) -> list[tuple[int, int, int, int]]:
-    """The differing spans of `a` and `b`, as (a_start, a_end, b_start, b_end); spans less
-    than two contexts apart are one. The common head and tail are cut off first, so only
-    what lies between is compared character by character."""
+    """The differing spans of `a` and `b`; spans less than two contexts apart are one."""
     head = 0
     while head < min(len(a), len(b)) and a[head] == b[head]:
         head += 1

@@ -1,9 +1,7 @@
 """What re-recording a cassette would cost: its answers' usage at today's prices.
 
-A cassette holds every answer of a spec's recording with the usage the API reported for it,
-priced here by the model each request asked for: ``atom cassette cost`` prints it before
-anything is spent. A new recording costs within a few percent of it when the model answers
-alike.
+A cassette holds every answer of a recording with the usage the API reported, priced here by
+the model each request asked for: ``atom cassette cost`` prints it before anything is spent.
 """
 
 from __future__ import annotations

@@ -133,8 +133,7 @@ def _node(
 
 
 def _attach(top: list[Any], value: Any, opened: bool) -> None:
-    """Put `value` into the innermost open collection: appended to a list; in a mapping,
-    alternately taken as the next key and stored as that key's value."""
+    """Put `value` into the innermost open collection (in a mapping: a key, then its value)."""
     container = top[0]
     if container.__class__ is list:
         container.append(value)

@@ -28,8 +28,7 @@ _NO_OUTPUT = re.compile(rf"\(Bash completed with no output\)|{_CLI_NOTE}")
 _CLI_SUFFIX = re.compile(rf"\s*{_CLI_NOTE}\s*$")
 NO_OUTPUT = "<NO_OUTPUT>"
 #: Claude Code's words around the answers to an AskUserQuestion, which differ between
-#: releases (and, in 2.1.332, between an option's label and free text): only the answers
-#: are the user's.
+#: releases (and, in 2.1.332, label and free text): only the answers are the user's.
 _ANSWERED = re.compile(
     r"(?:Your questions have been answered|The user answered): (?P<answers>.*?)\. "
     r"(?:You can now continue with these answers in mind|Read the answers carefully\b.*)\.",
@@ -38,9 +37,8 @@ _ANSWERED = re.compile(
 ANSWERED = "<ANSWERED> "
 
 
-#: How Claude Code names the tools it defers (MCP tools, rarely used built-ins): listed by
-#: name in a system message, one a line, and loaded through ToolSearch when called (2.1.331
-#: writes the first form; the tag is the older one).
+#: How Claude Code names the tools it defers (MCP tools, rarely used built-ins): one a line
+#: in a system message, loaded through ToolSearch (2.1.331 writes the first form).
 _DEFERRED = re.compile(
     r"The following deferred tools are now available via ToolSearch\b[^\n]*\n"
     r"((?:[\w.:-]+\n?)+)"
@@ -61,8 +59,7 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def offered_tools(body: Any) -> set[str]:
-    """Every tool a request lets the model call: those in its `tools` array and those it
-    defers."""
+    """Every tool a request lets the model call: its `tools` array and those it defers."""
     offered = set(tools_by_name(body))
     if not isinstance(body, dict):
         return offered
@@ -135,8 +132,7 @@ _BILLING = "x-anthropic-billing-header:"
 
 
 def owned_system(body: Any) -> str:
-    """The system prompt as an SDK app owns it: every system block but Claude Code's
-    billing block."""
+    """The system prompt as an SDK app owns it: every block but Claude Code's billing block."""
     system = body.get("system") if isinstance(body, dict) else None
     if isinstance(system, list):
         texts = [str(b.get("text", "")) for b in system if isinstance(b, dict)]
@@ -177,8 +173,7 @@ def _messages(body: Any, *, system: bool) -> list[Any]:
     return [m for m in messages if isinstance(m, dict) and (m.get("role") == "system") == system]
 
 
-#: Body fields that are neither the conversation nor a part named on its own: sampling and
-#: request settings (max_tokens, thinking, temperature, output_config, context_management...).
+#: Body fields that are neither the conversation nor a part named on its own: settings.
 _NAMED_FIELDS = frozenset({"messages", "system", "tools", "model", "metadata", "stream"})
 
 

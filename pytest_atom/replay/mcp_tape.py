@@ -44,8 +44,7 @@ MODULE = "pytest_atom.replay.mcp_tape"
 TAPE_FILE = "tape.json"
 MISSES_FILE = "misses.jsonl"
 SERVED_SUFFIX = ".served"
-#: The JSON-RPC error a stand-in answers an unrecorded request with (the range JSON-RPC
-#: leaves to implementations).
+#: The JSON-RPC error a stand-in answers an unrecorded request with.
 NOT_RECORDED = -32001
 
 
@@ -57,8 +56,7 @@ class McpTape:
     folder: Path
 
     def argv(self, server: str, command: str, args: Sequence[str]) -> list[str]:
-        """The command line that stands in for server `server`'s `command args`: the
-        recording proxy around it, or the stand-in, which starts nothing."""
+        """The command line for server `server`: the recording proxy around it, or the stand-in."""
         argv = [sys.executable, "-m", MODULE, "--server", server, "--tape", str(self.folder)]
         if self.mode == "replay":
             return [*argv, "--replay"]
@@ -236,8 +234,7 @@ def _keep(
 def replay(folder: Path, server: str) -> int:
     """Answer from the tape, until the CLI hangs up; log what it does not hold. The same
     request asked again takes the next recorded answer (then the last one again), counted
-    across the run's sessions in ``FOLDER/NAME.served``, as a stateful server answers.
-    """
+    across the run's sessions in ``FOLDER/NAME.served``, as a stateful server answers."""
     tape_file = folder / TAPE_FILE
     tape = json.loads(tape_file.read_text(encoding="utf-8")) if tape_file.is_file() else {}
     by_key: dict[str, list[dict[str, Any]]] = {}
@@ -310,14 +307,10 @@ class Era:
     era the tape was recorded in: the tape is the server's behaviour, the era its wire form.
 
     Claude Code 2.1.331 opens with the 2026-07-28 protocol's ``server/discover``, 2.1.197
-    with ``initialize``. So, as the recorded server would on a fresh connection:
-
-    - an older client's ``initialize`` on a modern tape gets the handshake built from the
-      recorded ``server/discover`` (its capabilities less the notification flags, its server
-      info, the client's protocol version), and later results lose the modern-only fields;
-    - a modern client's ``server/discover`` on a handshake-era tape gets "method not found",
-      upon which the client falls back to ``initialize``.
-    """
+    with ``initialize``. So, as the recorded server would on a fresh connection, an older
+    client's ``initialize`` on a modern tape gets the handshake built from the recorded
+    ``server/discover`` (and later results lose the modern-only fields); a modern client's
+    ``server/discover`` on a handshake-era tape gets "method not found", and falls back."""
 
     def __init__(self, exchanges: list[dict[str, Any]]) -> None:
         methods = [str(e.get("request", {}).get("method")) for e in exchanges]

@@ -30,11 +30,8 @@ _DURATION = re.compile(r"\b\d+\.\d+ ?(?:ms|us|µs|s|sec|secs|seconds)\b")
 @dataclass(frozen=True)
 class MachineDetail:
     """Something Claude Code writes into its requests that names the machine, not the task.
-
-    `pattern` matches the detail only while it holds the machine's value (never its mask),
-    and `mask` replaces the match (``\\1`` keeps a group). `marker` is a substring of every
-    match: a text without it is skipped cheaply (every string of every request comes here).
-    """
+    `pattern` matches only the machine's value (never its mask), `mask` replaces the match
+    (``\\1`` keeps a group), `marker` is in every match: a text without it is skipped."""
 
     name: str  # as `atom cassette check` and a divergence report say it
     marker: str
@@ -57,10 +54,9 @@ def _environment_line(label: str, mask: str) -> re.Pattern[str]:
 
 
 def _variable(names: str, value: str, before: str = "") -> re.Pattern[str]:
-    """The value (`value`, after `before`) of a variable in `names` as a command prints it:
-    ``NAME=value``, ``NAME="value"``, ``"NAME": "value"``, JSON-escaped too. Group 1 is all
-    that precedes the value. No word boundary before the name: in a JSON text a line starts
-    after the letter of ``\\n``."""
+    """The value of a variable in `names` as a command prints it (``NAME=value``, quoted, as
+    JSON, JSON-escaped); group 1 is all before the value. No word boundary before the name:
+    in a JSON text a line starts after the letter of ``\\n``."""
     assignment = r"""(?:=|\\?["']\s*:\s*)\\?["']?"""
     return re.compile(rf"((?:{names}){assignment}{before}){value}")
 
@@ -109,10 +105,8 @@ PROCESS_DETAILS: tuple[MachineDetail, ...] = (
 
 
 #: Every machine detail Claude Code (2.1.330 to 2.1.332) writes into a request, and what its
-#: sandbox gives one process. The run's own folders are not here: they become placeholders
-#: by name (placeholders.volatile_paths). Each mask applies to live requests and, on load,
-#: to older recordings (`mask_machine`), so a cassette recorded before a mask existed still
-#: matches exactly.
+#: sandbox gives one process (the run's folders are placeholders.volatile_paths). Each mask
+#: applies to live requests and, on load, to older recordings (`mask_machine`).
 MACHINE_DETAILS: tuple[MachineDetail, ...] = (
     MachineDetail(
         "kernel release",
@@ -136,8 +130,7 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         "<SHELL>",
         " - Shell: bash (login shell: zsh)",
     ),
-    # The sandbox cuts its list of denied paths off with a count of the rest: however many
-    # folders this machine has.
+    # The sandbox cuts its list of denied paths off with a count of this machine's rest.
     MachineDetail(
         "count of the sandbox's paths",
         "truncated for prompt size",
@@ -145,8 +138,7 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         "... and <N> more (truncated for prompt size)",
         "... and 155 more (truncated for prompt size)",
     ),
-    # The toolchains the read guard re-opens (agents.claude_code.readguard), listed last,
-    # after the run folder: dropped whole, so any machine sends the same list.
+    # The toolchains the read guard re-opens, listed after the run folder: dropped whole.
     MachineDetail(
         "toolchain folders",
         "allowWithinDeny",
@@ -261,14 +253,11 @@ def run_dates(now: datetime | None = None) -> list[str]:
 
 
 #: Where Claude Code names a background task it started, with an id random per run: a
-#: subagent in the Agent tool's result (``agentId: a68…``) and in its task notification
-#: (``<task-id>a68…</task-id>``), a shell command sent to the background (``running in
-#: background with ID: …``, ``moved to the background (ID: …)``). The id recurs in
-#: ``SendMessage to: '…'``, in the task's output file, and in the model's later calls.
+#: subagent (``agentId: a68…``, ``<task-id>a68…</task-id>``), a background shell command
+#: (``with ID: …``, ``(ID: …)``). The id recurs in the model's later calls.
 _TASK_ID = re.compile(r"(?:\bagentId: |<task-id>|\bwith ID: |\(ID: )([A-Za-z0-9_-]{6,64})")
-#: Wall-clock times Claude Code writes itself: a subagent's in the Agent tool's result and
-#: its notification (``duration_ms: 436``, ``<duration_ms>591</duration_ms>``), a command's
-#: before it was backgrounded (``after running for 12s``).
+#: Wall-clock times Claude Code writes itself: a subagent's (``duration_ms: 436``), a
+#: command's before it was backgrounded (``after running for 12s``).
 _WALL_CLOCK = [
     ("duration_ms", re.compile(r"(\bduration_ms(?::\s*|>))\d+"), r"\1<MS>"),
     ("after running for ", re.compile(r"(\bafter running for )\d+s\b"), r"\1<N>s"),
@@ -278,12 +267,9 @@ _WALL_CLOCK = [
 class Normalizer:
     """Turns request bodies and response texts into their run-independent form.
 
-    Background task ids are numbered for the whole run, not per body: a replayed answer that
-    names one (``SendMessage to: '<TASK_ID:1>'``) must reach the task the live run started
-    under that number. They are numbered by the conversation, never by arrival
-    (`task_ids_in_call_order`). One normalizer serves every request of a run, from several
-    threads.
-    """
+    Background task ids are numbered for the whole run, in conversation order, never by
+    arrival (`task_ids_in_call_order`): a replayed answer naming ``<TASK_ID:1>`` must reach
+    the task the live run started under that number. Shared by a run's threads."""
 
     def __init__(self, paths: Mapping[str, str], dates: Iterable[str] = ()) -> None:
         #: The run's machine paths and their placeholders (`replay.placeholders`).
@@ -302,7 +288,6 @@ class Normalizer:
         return self._task_re.sub(lambda m: self._tasks[m.group(0)], text)
 
     def _learn(self, found: Iterable[str]) -> None:
-        """Number the ids in `found` not known yet, in their order."""
         with self._tasks_lock:
             new = [i for i in dict.fromkeys(found) if i not in self._tasks]
             for task in new:
@@ -312,8 +297,7 @@ class Normalizer:
                 self._task_re = re.compile(f"\\b(?:{ids})\\b")
 
     def add_paths(self, paths: Mapping[str, str]) -> None:
-        """More volatile paths, known once the run is under way (the planned steps' attempt
-        folders). Call it between sessions, not during one."""
+        """More volatile paths, known once the run is under way; call it between sessions."""
         self.masks = self.masks.with_paths(paths)
 
     def paths_out(self, text: str) -> str:
@@ -380,8 +364,7 @@ def task_ids_in_call_order(body: Any, pattern: re.Pattern[str]) -> list[str]:
     """The task ids (`pattern`'s first group) that `body`'s tool results name, in the order
     of the calls they answer, then of the results: Claude Code sends concurrent results in
     the order they completed, so two subagents finishing the other way round would otherwise
-    swap numbers. A result whose call the body does not hold follows those that have one.
-    """
+    swap numbers. A result whose call the body does not hold follows those that have one."""
     messages = body.get("messages") if isinstance(body, dict) else None
     calls: dict[str, int] = {}  # tool_use id -> its place among the body's calls
     results: list[tuple[str, str]] = []  # (tool_use_id, result text naming a task)
@@ -418,8 +401,7 @@ _TASK_PLACEHOLDER = re.compile(r"<TASK_ID:(\d+)>")
 def renumber_task_ids(bodies: list[Any], responses: list[str]) -> tuple[list[Any], list[str]]:
     """Recorded bodies and responses with their ``<TASK_ID:n>`` numbered as `Normalizer`
     numbers them now, for cassettes numbered by arrival; the bodies in recorded order, each
-    one's tool results first, in call order. One numbered so already comes back unchanged.
-    """
+    one's tool results first, in call order. One numbered so already comes back unchanged."""
     mapping: dict[str, str] = {}
 
     def learn(found: Iterable[str]) -> None:
@@ -448,13 +430,9 @@ _TOOL_ID = re.compile(r"<TOOL_ID:(\d+)>")
 
 
 def results_in_call_order(body: Any) -> Any:
-    """`body` with each message's tool results in the order their calls were made.
-
-    Claude Code sends the results of concurrent tool calls in the order they *completed*:
-    the machine's timing, not the conversation. Tool ids are numbered in order of
-    appearance, calls first, so sorting results by that number puts them in call order.
-    Pure: containers that change are copied (loaded cassettes share blocks).
-    """
+    """`body` with each message's tool results in the order their calls were made: Claude
+    Code sends concurrent results in the order they *completed*, the machine's timing.
+    Pure: containers that change are copied (loaded cassettes share blocks)."""
     messages = body.get("messages") if isinstance(body, dict) else None
     if not isinstance(messages, list) or not any(_has_results(m) for m in messages):
         return body

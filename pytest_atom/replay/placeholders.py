@@ -2,13 +2,10 @@
 masked, as what, how a text's paths become placeholders and back, and which raw paths left
 in a cassette name the recording machine.
 
-A run's folder, its HOME, its temp folders, the CLI's folder slugs and the folders the
-caller's passed variables name differ on every run and machine. `volatile_paths` lists
-them with their placeholders (``<RUN_DIR>``, ``<HOME>``, ``<RUN_DIR>/tmp``,
-``<RUN_DIR_SLUG>``, ``<TMP>/…``, ``<ENV:NAME>``); `PathMasks` turns a text's paths into
-placeholders (what a cassette records) and back (what a replayed answer names). Everyone
-who masks a machine path uses these. A new kind of machine path is a new entry in
-`volatile_paths`.
+A run's folder, HOME, temp folders, the CLI's folder slugs and the folders the caller's
+passed variables name differ on every run and machine: `volatile_paths` lists them with
+their placeholders, `PathMasks` applies them both ways. A new kind of machine path is a new
+entry in `volatile_paths`.
 """
 
 from __future__ import annotations
@@ -45,10 +42,9 @@ def volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
     # `test_x[[]param]`.
     for path in (run_dir, run_dir.resolve()):
         paths.setdefault(glob.escape(str(path)), "<RUN_DIR>")
-    # The CLI names per-folder state after the folder with every other character as `-`:
-    # the project's auto-memory folder (the run folder) and each attempt's task folder. A
-    # slug is one path component, so each attempt's is named in full (numbered on after a
-    # rollback or a resume, hence the generous bound).
+    # The CLI names per-folder state after the folder with every other character as `-`
+    # (the run folder's auto-memory, each attempt's task folder): each named in full, with
+    # room for attempts numbered on after a rollback or a resume.
     slug = cli_slug(run_dir.resolve())
     paths[slug] = "<RUN_DIR_SLUG>"
     folders = [cli_slug(f"steps-{step.id}-attempts") for step in spec.steps] or ["attempts"]
@@ -65,11 +61,8 @@ def volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
 
 
 def _temp_paths(run_dir: Path) -> dict[str, str]:
-    """The run's temp folder and the sandbox's folders in it (named after the user id), with
-    their placeholders. The temp folder is `<RUN_DIR>/tmp` however deep the run folder is:
-    too deep for the sandbox's sockets, it is a short one in /tmp (environment.tmpdir_for).
-    The live one comes first, so a replayed answer gets it back.
-    """
+    """The run's temp folder and the sandbox's folders in it, as `<RUN_DIR>/tmp` even when it
+    is a short one in /tmp (environment.tmpdir_for); the live one first, for replayed answers."""
     live = tmpdir_for(run_dir / "tmp")
     temps = dict.fromkeys([live, live.resolve(), run_dir / "tmp", run_dir.resolve() / "tmp"])
     paths = {str(temp): "<RUN_DIR>/tmp" for temp in temps}
@@ -84,8 +77,7 @@ class PathMasks:
     """A run's machine paths and their placeholders, applied both ways: longest path first,
     each only where a path component ends (``/tmp/run`` never eats ``/tmp/run2``); a path
     with a trailing ``/`` stands only for what lies below it. Of several paths sharing a
-    placeholder, the one given first is the live one a replayed answer gets back.
-    """
+    placeholder, the one given first is the live one a replayed answer gets back."""
 
     def __init__(self, paths: Mapping[str, str]) -> None:
         self.given = {p: ph for p, ph in paths.items() if p}  # in the order given
@@ -123,14 +115,10 @@ class PathMasks:
 
 
 def _restore_order(given: Mapping[str, str]) -> list[tuple[str, str, re.Pattern[str] | None]]:
-    """(path, placeholder, pattern) in the order `Normalizer.paths_in` puts paths back.
-
-    Each placeholder gets the path given first for it, the live one. Longest path first,
-    except that a placeholder naming a folder below another one's (``<RUN_DIR>/tmp`` below
-    ``<RUN_DIR>``) goes before all: its live path need not lie below the other's (the short
-    temp folder is in /tmp), and it is put back only where its name ends (the pattern), as
-    ``<RUN_DIR>/tmp2`` is the run folder's.
-    """
+    """(path, placeholder, pattern) in the order `Normalizer.paths_in` puts paths back: each
+    placeholder's first (live) path, longest first, except that a placeholder below another's
+    (``<RUN_DIR>/tmp``) goes before all, as its live path may lie elsewhere (/tmp), and is
+    put back only where its name ends (``<RUN_DIR>/tmp2`` is the run folder's)."""
     chosen: dict[str, str] = {}  # placeholder -> its path
     for path, placeholder in given.items():
         chosen.setdefault(placeholder, path)

@@ -1,10 +1,8 @@
 """Whether a recording's upstream can be reached, asked once per session before it records.
 
-An unreachable upstream does not fail a recording by itself: each refused request becomes a
-502, which Claude Code retries, and the harness runs a CLI that gave up again, so each spec
-would take minutes to say "unreachable". So the upstream is connected to once a session,
-with a short timeout, and an unreachable one is `UpstreamUnreachable`, which stops the
-session with one line naming it.
+An unreachable upstream does not fail a recording by itself (each refused request becomes a
+502, which Claude Code retries, for minutes), so the upstream is connected to once a session
+with a short timeout: an unreachable one is `UpstreamUnreachable`, which stops the session.
 
 Only a TCP connection is made: no request is sent, so nothing is billed and no credential
 leaves the machine. Through a proxy (the ``https_proxy`` family the forwarding client

@@ -7,9 +7,9 @@ conversation turn for turn: starting it (about a CPU-second) proves nothing. So 
 stores, per session, a hash of each input (``metadata.recall``), and a replay whose hashes
 agree takes the answer from the recorded session and marks that session played.
 
-Everything is compared in the form the gateway compares it (paths as placeholders, secrets
-scrubbed, dates masked). The answer is read from the recorded session, never copied into
-the metadata, so the cassette holds one verdict. ``--atom-judge=rerun`` starts it anyway.
+Everything is compared as the gateway compares it (normalized, scrubbed). The answer is read
+from the recorded session, never copied, so the cassette holds one verdict.
+``--atom-judge=rerun`` starts it anyway.
 """
 
 from __future__ import annotations
@@ -43,8 +43,7 @@ class SessionInput:
 
 @dataclass(frozen=True)
 class SessionKey:
-    """What proves a session unchanged: its role in the run (``reflector:1``, ``planner``),
-    a hash of its input and one of its folder."""
+    """What proves a session unchanged: its role, a hash of its input and one of its folder."""
 
     role: str
     kind: Kind
@@ -61,9 +60,8 @@ def folder_hash(folder: Path, paths_out: Callable[[str], str]) -> str:
 
 class Recall:
     """One run's recall: what a replay takes from its cassette instead of a session, and
-    what a recording (refresh, re-judge) writes down so a later replay can. `enabled` only
-    for a plain replay without ``--atom-judge=rerun``; without a `tape`, every key is None.
-    """
+    what a recording writes down so a later replay can. `enabled` only for a plain replay
+    without ``--atom-judge=rerun``; without a `tape`, every key is None."""
 
     def __init__(
         self,
@@ -166,8 +164,7 @@ class Recall:
         }
 
     def stamp(self, metadata: dict[str, Any]) -> None:
-        """Write what this run remembered into a cassette's metadata, replacing what an
-        earlier recording said."""
+        """Write what this run remembered into a cassette's metadata, replacing the old."""
         if self.remembered:
             metadata[RECALL] = dict(sorted(self.remembered.items()))
         else:

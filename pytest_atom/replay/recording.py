@@ -72,9 +72,8 @@ Prove = Callable[[Path], "str | None"]
 
 def cassette_path(spec: Spec) -> Path:
     """``cassettes/<spec file stem>/<spec name>.yaml`` beside the spec, unless it names one;
-    an arm's is ``<spec name>@<arm>.yaml`` (``@`` is in no spec or arm name); a case's is
-    ``<spec name>/<case id>.yaml`` (``<case id>@<arm>.yaml``) in that folder. A default
-    path that a link leads outside the project is refused (`RecordingError`)."""
+    an arm's is ``<spec name>@<arm>.yaml``, a case's ``<spec name>/<case id>.yaml``. A
+    default path that a link leads outside the project is refused (`RecordingError`)."""
     if spec.cassette is not None:  # `cassette:` was resolved when the spec loaded
         return spec.cassette
     stem = spec.path.name.removesuffix(SPEC_SUFFIX)
@@ -139,8 +138,7 @@ class ModelSource:
     disturbed: list[UpstreamFault] = field(default_factory=list)
     stale_reasons: list[StaleReason] = field(default_factory=list)  # staleness() of a replay
     mcp: McpTape | None = None  # the spec's MCP servers' traffic; None: they run as configured
-    #: The spec's cassette file, where `open_run_source` opened it (a partial recording
-    #: of an interrupted run lies beside it).
+    #: The spec's cassette file, where `open_run_source` opened it.
     cassette_file: Path | None = None
 
     def open_mcp(self, spec: Spec, folder: Path) -> None:
@@ -165,14 +163,12 @@ class ModelSource:
     #: the cassette, so `script_misfit` compares its answers with those choices' turns.
     script_picks: tuple[int, ...] = ()
 
-    #: Structured sessions (reflector, planner) a replay takes from the cassette, and the
-    #: hashes a recording stores so a later replay can (nothing without a cassette).
+    #: Structured sessions a replay takes from the cassette, and the hashes a recording stores.
     recall: Recall = field(default_factory=Recall)
 
     @property
     def script_error(self) -> str | None:
-        """Why the spec's script could not answer, when a script answered this run, directly
-        or as the upstream of a recording."""
+        """Why the spec's script could not answer, when a script answered this run."""
         upstream = self.upstream_gateway.responder if self.upstream_gateway else None
         for responder in (self.responder, upstream):
             if isinstance(responder, ScriptedResponder) and responder.script_error:
@@ -202,13 +198,10 @@ class ModelSource:
     ) -> Path | None:
         """Save what was recorded: a failed recording never replaces a cassette.
 
-        `failed` is the run's own verdict (a timeout, Ctrl-C, a crash, a CLI that gave up);
-        an upstream fault no retry made good fails it too (the cassette would have a hole).
-        A failed recording goes to `<name>.partial.yaml`; a successful one replaces the
-        cassette and removes a stale partial. A recording an upstream fault disturbed whose
-        spec (`passed`) then failed is kept as a partial too: the fault may be why. A passing
-        one that met a fault is replayed offline (`prove`) before it replaces the cassette.
-        """
+        `failed` is the run's own verdict; an upstream fault no retry made good fails it too.
+        A failed recording goes to `<name>.partial.yaml`, and so does one a fault disturbed
+        whose spec then failed (`passed`); a passing one that met a fault is replayed
+        offline (`prove`) first. A successful one replaces the cassette and its partial."""
         if self.upstream_gateway is not None:
             self.upstream_gateway.stop()
         tape = self.tape
@@ -391,8 +384,7 @@ def open_model_source(
     repeat: int | None = None,
     upstreams: UpstreamCheck | None = None,
 ) -> ModelSource:
-    """Decide, per record mode, whether this run plays a script, replays or records. A
-    recording from an upstream first asks `upstreams` whether it can be reached."""
+    """Decide, per record mode, whether this run plays a script, replays or records."""
     path = cassette_path(spec)
     exists = path.exists()
     mode = settings.record_mode
@@ -483,8 +475,7 @@ def _replay(
 
 
 def _versions(responder: Responder, cassette: Cassette, claude_bin: Path) -> tuple[str | None, str]:
-    """The Claude Code a cassette was recorded with and the one replaying it, kept on the
-    responder's drift (its line names them)."""
+    """The Claude Code a cassette was recorded with and the one replaying it, for the drift."""
     recorded = cassette.metadata.get("claude_code_version")
     live = _cli_version(claude_bin)
     if isinstance(responder, CassetteResponder):

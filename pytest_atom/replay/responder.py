@@ -204,14 +204,11 @@ class CassetteResponder(Forwarding):
 
     def _await_predecessors(self, index: int) -> None:
         """Hold the answer to recorded request `index` until every conversation request
-        recorded before it has arrived (caller holds the lock).
+        recorded before it has arrived (caller holds the lock), at most `ORDER_WAIT` seconds.
 
-        Concurrent sessions make the CLI's next requests depend on timing: a background
-        subagent that finishes while the main agent is between requests has its notification
-        folded into the main agent's next message, one that finishes later gets a message of
-        its own. Answering in the recorded order makes a replay take the same path. A request
-        the live run never sends stops holding anyone after `ORDER_WAIT` seconds.
-        """
+        Concurrent sessions make the CLI's next requests depend on timing (a subagent's
+        notification folds into the main agent's next message, or gets one of its own):
+        answering in the recorded order makes a replay take the same path."""
         if self._kinds[index] not in CONVERSATION_KINDS:
             return
 
@@ -325,14 +322,10 @@ class CassetteResponder(Forwarding):
             )
 
     def recall_session(self, kind: Kind, opening: dict[str, Any]) -> Any | None:
-        """The answer of the first unplayed recorded session of `kind` (a reflector's, a
-        planner's) that opens with `opening` (its first turn), its requests marked played;
-        None when the cassette holds no such answer.
-
-        A session is its requests from one that carries the opening turn alone up to the
-        next such request; its answer is the last StructuredOutput call it received (the CLI
-        asks again when one fails the schema).
-        """
+        """The answer of the first unplayed recorded session of `kind` that opens with
+        `opening` (its first turn), its requests marked played; None when there is none. A
+        session runs up to the next request carrying the opening turn alone; its answer is
+        its last StructuredOutput call (the CLI asks again when one fails the schema)."""
         with self._lock:
             session: list[int] = []
             for index, recorded in enumerate(self.cassette.interactions):

@@ -62,9 +62,8 @@ _TOK = r"[A-Za-z0-9._~+/=-]"
 _BEARER = re.compile(r"bearer\s+", re.IGNORECASE)
 #: A line break as written or inside a JSON string.
 _BREAK = r"(?:\r?\n|\\r\\n|\\n)"
-#: A private key, from its first line (the markers of detect-secrets' PrivateKeyDetector) to
-#: its END line; when cut off (``head``), as far as its lines look like key material (base64,
-#: or ``Header: value``).
+#: A private key, from its first line (detect-secrets' PrivateKeyDetector's markers) to its
+#: END line; when cut off (``head``), as far as its lines look like key material.
 _KEY_KIND = r"(?:DSA |EC |OPENSSH |PGP |RSA |SSH2 ENCRYPTED )?PRIVATE KEY(?: BLOCK)?"
 _KEY_BODY = (
     rf"(?:{_BREAK}(?!-{{4,5}} ?END)(?:[A-Za-z][A-Za-z-]*: [^\n\\\"]*|[A-Za-z0-9+/=]+))*"
@@ -79,9 +78,8 @@ _PRIVATE_KEYS = (
 _BASIC_AUTH = re.compile(r"(://[^:/?#\[\]@!$&'()*+,;=\s]+:)[^:/?#\[\]@!$&'()*+,;=\s<>]+(?=@)")
 
 
-#: Secrets this process was told of (`remember_secrets`: a run's spec `env:` and `pass_env:`
-#: values, its project's env files), value -> name: every default Scrubber made afterwards
-#: treats them as secrets, as it does the caller's secret-looking variables.
+#: Secrets this process was told of (`remember_secrets`), value -> name: every default
+#: Scrubber made afterwards treats them as secrets.
 _REMEMBERED: dict[str, str] = {}
 _REMEMBERED_LOCK = threading.Lock()
 #: `.env*` files that hold examples for a reader, not this machine's values.
@@ -96,10 +94,8 @@ MIN_SECRET_LENGTH = 8
 
 def secret_values(env: Mapping[str, str]) -> dict[str, str]:
     """NAME -> value of the values in `env` that count as secrets, the one rule for a spec's
-    `env:`, the caller's `pass_env:` variables and a project's ``.env*`` files: a secret-looking
-    name or a token-shaped value, and a value `_is_secret_value` keeps (``DEBUG: "1"`` or
-    ``APP_ENV: development`` stay: replacing such words everywhere would shred every text).
-    """
+    `env:`, `pass_env:` and ``.env*`` files: a secret-looking name or a token-shaped value,
+    that `_is_secret_value` keeps (``DEBUG: "1"`` stays: it would shred every text)."""
     return {
         name: value
         for name, value in env.items()
@@ -171,16 +167,14 @@ def spec_secrets(spec: Spec, caller: Mapping[str, str] | None = None) -> dict[st
 
 
 def remember_spec_secrets(spec: Spec, *folders: Path | None) -> None:
-    """Remember the secrets of a run of `spec` and of the env files in `folders`, its
-    workspace and its folder: before its gateway and its reports make their Scrubbers."""
+    """Remember the secrets of `spec` and of the env files in `folders`, before any Scrubber."""
     remember_secrets(spec_secrets(spec))
     remember_env_files(*folders, spec.workspace, spec.root)
 
 
 def _b(shape: str) -> str:
     """Anchor a shape at a token boundary ("task-..." is no "sk-..." key) *after* its first
-    letter: re only skips ahead to candidate characters when every branch opens with a literal.
-    """
+    letter: re only skips ahead to candidates when every branch opens with a literal."""
     return f"{shape[0]}(?<![A-Za-z0-9]{shape[0]}){shape[1:]}"
 
 
@@ -240,12 +234,9 @@ def _is_secret_value(value: str, min_length: int) -> bool:
 
 
 class Scrubber:
-    """Replaces secret values in text with stable placeholders like ``<SECRET:GITHUB_TOKEN>``.
-
-    ``env`` (default: ``os.environ``, read once here, and the remembered secrets) contributes
-    the values of variables whose names match SECRET_NAME; ``extra`` adds explicit
-    ``{placeholder_name: value}`` pairs and wins when both name the same value.
-    """
+    """Replaces secret values in text with stable placeholders like ``<SECRET:GITHUB_TOKEN>``:
+    `env`'s (default: ``os.environ`` and the remembered secrets) whose names match
+    SECRET_NAME, and ``extra``'s ``{placeholder_name: value}`` pairs, which win."""
 
     def __init__(
         self,
@@ -266,8 +257,7 @@ class Scrubber:
                 continue
             count += 1
             label = re.sub(r"[^A-Za-z0-9_]", "_", name) or "SECRET"
-            # Secrets often sit inside JSON request bodies, where quotes, backslashes and
-            # non-ASCII characters appear escaped.
+            # Secrets often sit inside JSON request bodies, escaped.
             for form in (
                 value,
                 json.dumps(value)[1:-1],
@@ -277,8 +267,7 @@ class Scrubber:
         self._count = count
         forms = _trie(list(self._names))
         self._values = re.compile("|".join([_PLACEHOLDER.pattern, *forms])) if forms else None
-        # Values found so far: a model may echo a secret it read, without the name that
-        # gave it away (see scrub). The gateway's threads share one Scrubber.
+        # Values found so far (a model may echo a secret it read); shared by the gateway's threads.
         self._found: frozenset[str] = frozenset()
         self._lock = threading.Lock()
 
@@ -324,19 +313,14 @@ class Scrubber:
     def scrub(self, text: str) -> Scrubbed:
         """Known values become ``<SECRET:NAME>``; token shapes, private keys and what
         detect-secrets finds ``<SECRET:REDACTED>``, wherever the found value occurs. A value
-        found earlier by this Scrubber is redacted too: a recorded answer that repeats a
-        secret the request assigned loses it (`scrub_obj` does not apply what it found
-        elsewhere, as replay matches on a request's scrubbed form). Scrub before cutting.
-        """
+        found earlier by this Scrubber is redacted too (an answer repeating a secret its
+        request assigned); `scrub_obj`'s stay within the object. Scrub before cutting."""
         return Scrubbed(self._scrub(text, []))
 
     def scrub_obj(self, obj: Any) -> Any:
-        """A deep copy of JSON-like data with every string, dict keys included, scrubbed.
-
-        A value found anywhere in ``obj`` (``{"api_key": "…"}`` counts as an assignment) is
-        replaced in every string of it: the result depends on ``obj`` alone, so a replayed
-        request scrubs exactly as its recording did.
-        """
+        """A deep copy of JSON-like data with every string, dict keys included, scrubbed. A
+        value found anywhere in ``obj`` is replaced in every string of it: the result depends
+        on ``obj`` alone, so a replayed request scrubs exactly as its recording did."""
         found: list[str] = []
         values: set[str] = set()
 
@@ -366,11 +350,9 @@ class Scrubber:
         return _map_strings(scrubbed, lambda text: _replace_found(text, values, found))
 
     def scrub_tree(self, *folders: Path) -> list[Path]:
-        """Scrub every file below the ``folders`` in place (the CLI's own state in a run
-        folder); returns the files that changed. All files are scrubbed as one object, so a
-        secret assigned in one is redacted in all; bytes that are not UTF-8 pass through;
-        symlinks are not followed; a rewrite replaces the file atomically.
-        """
+        """Scrub every file below the ``folders`` in place, as one object (a secret assigned
+        in one is redacted in all); the files that changed. Bytes that are not UTF-8 pass
+        through; symlinks are not followed; a rewrite replaces the file atomically."""
         files = sorted(
             p
             for folder in folders

@@ -83,8 +83,7 @@ class StaleReason(str):
 
 
 def staleness(spec: Spec, cassette: Cassette) -> list[StaleReason]:
-    """Why the cassette no longer fits the spec, from the hashes stored when it was recorded
-    (none stored: nothing to compare, no reasons)."""
+    """Why the cassette no longer fits the spec, from the hashes stored when it was recorded."""
     reasons = []
     metadata = cassette.metadata
     if metadata.get("script_hash") and spec.script is not None:
@@ -108,13 +107,8 @@ CONFIG_CHANGED = " since recording"
 
 def config_staleness(spec: Spec, cassette: Cassette) -> list[StaleReason]:
     """The pieces of the spec's `claude:` configuration that differ from the recording's,
-    each named (``skill release-notes changed since recording``).
-
-    The configuration reaches the model only in part (a skill's text only once invoked), so
-    a changed piece may replay unnoticed: like a changed script, it makes the cassette
-    stale. A cassette recorded before configuration hashes were stored (no ``prompt_hash``
-    either) has nothing to compare; one since without ``config_hashes`` had no configuration.
-    """
+    each named (``skill release-notes changed since recording``): the configuration reaches
+    the model only in part (a skill once invoked), so a changed piece may replay unnoticed."""
     recorded = cassette.metadata.get("config_hashes")
     if not isinstance(recorded, dict):
         if not cassette.metadata.get("prompt_hash"):
@@ -141,8 +135,7 @@ def workspace_config(spec: Spec) -> dict[str, str] | None:
 
 
 def workspace_config_changes(spec: Spec, cassette: Cassette) -> list[str]:
-    """The files of the workspace's own configuration that changed since `cassette` was
-    recorded; empty when it stored none."""
+    """The workspace's own configuration files that changed since `cassette` was recorded."""
     recorded = cassette.metadata.get("workspace_config")
     now = workspace_config(spec)
     if not isinstance(recorded, dict) or now is None:
@@ -176,10 +169,8 @@ def missing_hashes(cassette: Cassette) -> list[str]:
 
 def script_misfit(spec: Spec, cassette: Cassette) -> str | None:
     """Why the answers a cassette recorded from a script are not what the spec's script
-    answers now; None when they are (or when it was not recorded from a script). A replay
-    never reads the script, so only this tells whether it was edited since. Each lane is
-    compared in order; a script may hold turns the recording never used.
-    """
+    answers now (a replay never reads it); None when they are. Each lane is compared in
+    order; a script may hold turns the recording never used."""
     if not recorded_from_script(cassette) or spec.script is None:
         return None
     try:

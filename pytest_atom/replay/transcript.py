@@ -24,8 +24,7 @@ fails ("Read-only file system"). A cassette keeps only the error result, so
 `refusal_in_result` reads who refused a call from those texts.
 
 The calls a reviewer looks for (a skill, a subagent, an MCP tool, a refused call) are told
-apart in one function, `call_marks`: the trajectory checks, the HTML report and
-`atom cassette show` all ask it.
+apart in one function, `call_marks`.
 """
 
 from __future__ import annotations
@@ -73,10 +72,8 @@ class Text:
 @dataclass
 class ToolUse:
     """One tool call and what the CLI answered (``result`` None: no answer came); an
-    ``Agent`` call holds the turns of the subagent it started. ``event`` is the index of the
-    stream-json line that carried the call (only it orders concurrent subagents' calls);
-    ``denied`` says who refused the call (`Denial.reason`), None for a call that ran.
-    """
+    ``Agent`` call holds its subagent's turns. ``event``: the stream-json line's index (only
+    it orders concurrent subagents' calls); ``denied``: who refused it (`Denial.reason`)."""
 
     id: str
     name: str
@@ -138,12 +135,9 @@ MarkKind = Literal["skill", "subagent", "mcp", "refused"]
 
 @dataclass(frozen=True)
 class Mark:
-    """What makes a call stand out when a reviewer reads a trajectory.
-
-    `name` is the skill's name, the subagent's type, the MCP server, or who refused the
-    call (a `Denial.reason`); `tool` is an MCP call's tool. `text` is the one wording every
-    view uses (``skill greet``, ``refused by a hook``); `tag` brackets it for plain text.
-    """
+    """What makes a call stand out when a reviewer reads a trajectory: `name` is the skill,
+    the subagent's type, the MCP server or who refused it; `tool` an MCP call's tool; `text`
+    the one wording every view uses (``skill greet``), `tag` it bracketed for plain text."""
 
     kind: MarkKind
     name: str
@@ -173,8 +167,7 @@ def subagent_type(tool_input: Any) -> str:
 
 def call_marks(name: str, tool_input: Any, denied: str | None = None) -> tuple[Mark, ...]:
     """What a call is, for a reviewer: a skill, a subagent or an MCP call (at most one),
-    then who refused it when `denied` (a `Denial.reason`) says it was refused. The one place
-    that tells them apart, so a check and a report never disagree about a call."""
+    then who refused it when `denied` (a `Denial.reason`) says so."""
     args = tool_input if isinstance(tool_input, dict) else {}
     marks: list[Mark] = []
     if name == SKILL_TOOL:
@@ -239,8 +232,7 @@ def hook_words(result: str) -> str:
 
 
 def stream_turns(events: Iterable[Event]) -> list[Turn]:
-    """The turns of one session's events, each subagent's turns under the call that started
-    it, each refused call marked with who refused it."""
+    """The turns of one session's events, each subagent's under the call that started it."""
     events = list(events)
     denied = {d.tool_use_id: d.reason for d in permission_denials(events)}
     return _turns(events, None, denied)

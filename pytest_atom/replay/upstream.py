@@ -49,8 +49,7 @@ _HOP_BY_HOP = {
 
 
 class Forwarding:
-    """The forwarding and fault-keeping methods of `CassetteResponder`, whose state is
-    declared there."""
+    """The forwarding and fault-keeping methods of `CassetteResponder` (its state is there)."""
 
     cassette: Cassette
     normalizer: Normalizer
@@ -67,12 +66,9 @@ class Forwarding:
 
     def _forward(self, request: GatewayRequest, live: Any) -> Reply:
         """Send upstream and stream the answer back; keep it only if it is a whole exchange.
-
-        A refused, reset or silent upstream becomes an API error naming it (502 or 504,
-        which the CLI retries), a transient status (429, 529, 5xx) passes through but stays
-        out of the cassette, and a stream that breaks off reaches the CLI as it broke. Each
-        is noted in `faults`, so a recording that never got past one is not saved.
-        """
+        A refused, reset or silent upstream becomes a 502 or 504 (which the CLI retries), a
+        transient status passes through unkept, a broken stream reaches the CLI as it broke;
+        each is noted in `faults`, so a recording that never got past one is not saved."""
         upstream = self._send_upstream(request, live)
         if isinstance(upstream, Reply):
             return upstream
@@ -88,10 +84,8 @@ class Forwarding:
         return Reply(upstream.status_code, passed, body)
 
     def _send_upstream(self, request: GatewayRequest, live: Any) -> httpx.Response | Reply:
-        """The upstream's streamed response, or the API error that stands in for one that
-        never came (502 refused or reset, 504 silent). While it waits, the request is listed
-        in `_waiting`: a run that ends before the upstream answered reports it as a fault.
-        """
+        """The upstream's streamed response, or the 502 or 504 that stands in for one that
+        never came; while waiting, listed in `_waiting` (a run ending meanwhile: a fault)."""
         assert self._client is not None and self.upstream is not None
         # The role marker goes on too: a scripted upstream plays each role's lane by it.
         headers = {k: v for k, v in request.headers.items() if k not in _HOP_BY_HOP}
@@ -148,14 +142,11 @@ class Forwarding:
     ) -> Iterator[bytes]:
         """Stream the upstream's body to the CLI as it arrives and keep it in `slot`.
 
-        A stream that breaks off reaches the CLI as it broke: the whole events that came,
-        then the same end (the upstream's error event, a clean end without ``message_stop``,
-        or a cut connection). What Claude Code does next depends on that end (2.1.332: a cut
-        connection makes it resend the identical request, a clean end makes it take the cut
-        answer as the turn, an overload event makes it continue with "Your response above
-        was cut off…" once a block had ended, else give the call up), so a replay that ends
-        the stream the same way at the same point (`CUT_HEADER`) makes it do the same again.
-        """
+        A broken stream reaches the CLI as it broke: the whole events, then the same end.
+        What Claude Code does next depends on that end (2.1.332: a cut connection makes it
+        resend the identical request, a clean end without ``message_stop`` take the cut
+        answer as the turn, an overload event continue with "Your response above was cut
+        off…" once a block had ended, else give up), so a replay ends it the same way."""
         sse = "text/event-stream" in upstream.headers.get("content-type", "")
         chunks: list[bytes] = []
         pending = b""  # SSE: the start of an event not yet complete
@@ -175,8 +166,7 @@ class Forwarding:
         except httpx.HTTPError as exc:
             failure, broken = _failure(exc, timeout, mid_stream=True), True
         except GeneratorExit:
-            # The CLI hung up mid-stream: it rejected what it read, or it was stopped. What
-            # it was sent is kept as sent, so a replay sends it the same again.
+            # The CLI hung up mid-stream: what it was sent is kept, so a replay sends it again.
             if sse:
                 received = b"".join(chunks)
                 what = "sent a stream the CLI stopped reading mid-way"
@@ -333,8 +323,7 @@ class Forwarding:
 
 #: Statuses the CLI retries (besides every 5xx): passed through, never kept in a cassette.
 TRANSIENT_STATUSES = frozenset({408, 409, 429})
-#: Response headers passed through to the CLI: what its retry logic reads, and the
-#: request id its error messages quote.
+#: Response headers passed through: what the CLI's retry logic reads, and the request id.
 _PASSED_RESPONSE_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry")
 _PASSED_RESPONSE_PREFIXES = ("anthropic-ratelimit-", "request-id")
 

@@ -17,11 +17,9 @@ in modules that are not formats: `phrases` (the words for a drift, a step, an en
 clue), `properties` (a run's figures by name), `trace` (the trace document,
 ``trace_schema.json``), `clipping` (long texts kept out of reports).
 
-Reports of other things than one spec run: `summary` is the session's terminal summary (from
-its rows), `cassette_transcript` a cassette as a transcript (`atom cassette show`); `table`
-lays out terminal tables (the summary's, ``atom history``'s) with `rich.table`; `history_view` is
-what the HTML page shows of the history store (`pytest_atom.history.view` fills it) and its
-trend drawing.
+Reports of other things than one spec run: `summary` (the session's terminal summary),
+`cassette_transcript` (`atom cassette show`), `table` (terminal tables, with `rich.table`),
+`history_view` (what the HTML page shows of the history store).
 
 Where to add: a format is a new module here with one `ReportFormat` object, and its line in
 the entry-point group (pyproject.toml) and the independence contract; another

@@ -91,8 +91,7 @@ class _Totals:
     side: int = 0
     billed: Billed = field(default_factory=Billed)
     cost_usd: float = 0.0  # at today's prices (pytest_atom.cost.prices)
-    #: What broken streams billed that the cassette left out (a retry made them good):
-    #: its ``upstream_faults`` notes say.
+    #: What broken streams billed that the cassette left out (its ``upstream_faults``).
     broken: int = 0
 
     def add(self, reply: Reply, body: dict[str, Any]) -> None:
@@ -128,12 +127,9 @@ def _answers(messages: list[Any]) -> dict[int, str]:
 
 
 def cassette_lines(path: Path, data: Cassette, max_lines: int = 15) -> Iterator[Line]:
-    """A cassette as a transcript: its metadata, every session's turns (the new user
-    content, the answer's text and tool calls, token usage), then totals.
-
-    `max_lines` bounds each text and tool result (0: everything, and no shortening).
-    Interactions are numbered from 1 in file order, as `atom cassette check` numbers them.
-    """
+    """A cassette as a transcript: its metadata, every session's turns, then totals.
+    `max_lines` bounds each text and tool result (0: everything); interactions are numbered
+    from 1 in file order, as `atom cassette check` numbers them."""
     return _CassetteTranscript(max_lines).lines(path, data)
 
 
@@ -291,8 +287,7 @@ class _CassetteTranscript:
         system prompt (cache breakpoints aside) and fewer messages; else the latest one whose
         answers the request carries back (a later ``claude -p`` call of the same session:
         Claude Code then merges its ``role: system`` entries into the first user message,
-        so that message differs); else a new one.
-        """
+        so that message differs); else a new one."""
         messages = body["messages"]
         key = _dumps(_without_cache_control([messages[:1], body.get("system")]))
         if len(messages) > 1:
@@ -310,8 +305,7 @@ class _CassetteTranscript:
         return session
 
     def turn(self, where: str, body: dict[str, Any], interaction: Interaction, kind: str) -> None:
-        """A turn of its session: only the user content new since its previous turn (what
-        follows the last answer the request carries back)."""
+        """A turn of its session: only the user content new since its previous turn."""
         messages: list[Any] = body["messages"]
         session = self.session_for(body)
         session.lines += self.pending
@@ -379,11 +373,8 @@ class _CassetteTranscript:
 
     def nest(self) -> dict[int, list[tuple[int, str, _Session]]]:
         """Which sessions are subagents, and under which Agent call: id(parent) ->
-        [(line index past the call, its description, the subagent's session)].
-
-        A subagent's conversation starts from the prompt its Agent call gave it; each call
-        takes the first session so started that no other call took.
-        """
+        [(line index past the call, its description, the subagent's session)]; each call
+        takes the first session started from its prompt that no other call took."""
         nested: dict[int, list[tuple[int, str, _Session]]] = {}
         taken: set[int] = set()
         for parent in self.sessions:
@@ -432,8 +423,7 @@ class _CassetteTranscript:
             plural(t.side, "side request"),
         )
         marks = marks_summary(self.marks)
-        # What the API billed leads: the figure every report's token count holds to;
-        # the answers' own counts (what Claude Code prices) follow.
+        # What the API billed leads, as in every report; the answers' own counts follow.
         spent = billed_words(t.billed, t.cost_usd, t.broken)
         return f"Totals: {', '.join(counts)}; {spent}; answers {tokens}" + (
             f"; {marks}" if marks else ""
@@ -476,8 +466,7 @@ _RESULT_FIELDS = ("error_code", "return_code", "stdout", "stderr", "text", "file
 
 
 def _result_text(content: Any) -> list[str]:
-    """A server tool's result as lines (search hits, fetched pages, code output, advice);
-    encrypted parts are named, not shown."""
+    """A server tool's result as lines; encrypted parts are named, not shown."""
     if isinstance(content, str):
         return [content]
     if isinstance(content, list):

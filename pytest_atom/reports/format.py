@@ -54,8 +54,7 @@ class Written(NamedTuple):
 
 @dataclass(frozen=True)
 class SessionEnd:
-    """A finished session as `ReportFormat.finish` reads it: a pytest session's, or the
-    shards of a CI matrix combined (``atom results combine``)."""
+    """A finished session as `ReportFormat.finish` reads it: pytest's, or combined shards'."""
 
     settings: RunSettings
     root: Path
@@ -75,8 +74,7 @@ class SessionEnd:
 
 @runtime_checkable  # `extensions.load` checks each entry point against it
 class ReportFormat(Protocol[Rendered_co]):
-    """A report format: its `name`, `render` (one spec run in the format) and the four
-    calls every front end makes of it (module docstring)."""
+    """A report format: its `name`, `render` and the four calls every front end makes of it."""
 
     @property
     def name(self) -> str:
@@ -84,8 +82,7 @@ class ReportFormat(Protocol[Rendered_co]):
         ...
 
     def render(self, result: SpecResult, *, repeat: int | None = None) -> Rendered_co:
-        """`result` in this format; `repeat` is which of the spec's repeats it was (None:
-        the spec ran once), for the formats that name files after it."""
+        """`result` in this format; `repeat`: which repeat it was (None: the spec ran once)."""
         ...
 
     def publish(self, result: SpecResult, *, repeat: int | None, report_dir: Path | None) -> None:

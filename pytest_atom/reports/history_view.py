@@ -63,8 +63,7 @@ class HistoryView:
     trends: tuple[SpecTrend, ...]
     #: Why there is no comparison (the store is off, could not be read), when there is none.
     note: str = ""
-    #: How the earlier run was chosen (`history.query.like_run`), and the settings (and
-    #: Claude Code version) that differ between it and this run, a line each.
+    #: How the earlier run was chosen (`history.query.like_run`), and what differs, a line each.
     paired: str = ""
     settings: tuple[str, ...] = ()
 

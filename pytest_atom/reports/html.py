@@ -1,14 +1,10 @@
 """The HTML report format: one self-contained page per run, to *see* what each agent did.
 
 Two steps, so the page is assembled where the results meet (the xdist controller) from
-data built where each spec ran (a worker):
-
-- ``spec_view(result)`` (`render`): a JSON-able, scrubbed view of one run: its trace with
-  each session's events folded into turns, the workspace diff, the divergences and the
-  figures (``properties.result_properties``).
-- ``render_html(rows)`` / ``write_html(rows, path)`` (`finish`): the page, from the Jinja2
-  templates in ``templates/`` with autoescaping on; CSS and script are inlined, so the file
-  opens from disk or a CI artifact with no server and no network.
+data built where each spec ran (a worker): ``spec_view(result)`` (`render`), a JSON-able,
+scrubbed view of one run; ``render_html(rows)`` / ``write_html(rows, path)`` (`finish`),
+the page from the Jinja2 templates in ``templates/`` with autoescaping on, CSS and script
+inlined, so the file opens from disk or a CI artifact with no server and no network.
 
 Each view is scrubbed when it is built, and the whole page's data once more, so a secret
 assigned in one spec's transcript is redacted where another spec repeats it.
@@ -97,8 +93,7 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
 
 
 def _attempt_children(trace: dict[str, Any], result: SpecResult) -> list[dict[str, Any]]:
-    """The trace's attempt children, each labelled; a multi-step spec's come from its steps
-    (``implement a02``), in step order."""
+    """The trace's attempt children, each labelled (a multi-step spec's: ``implement a02``)."""
     if not result.steps:
         children: list[dict[str, Any]] = trace["children"]
         for number, child in enumerate(children, 1):

@@ -1,18 +1,15 @@
 """The Markdown format: a session's summary where a team reads CI, and Markdown made of run text.
 
-`MARKDOWN` writes, at the session's end, the outcome table (regressions first, then the
-other failures, each with its first cause), the figures, each run's criteria trust and the
-terminal summary's notes, to ``--atom-markdown PATH`` and, when ``$GITHUB_STEP_SUMMARY`` is
-set, appended to that file. A link to the HTML report goes at the top when the CI names one
-(docs/how-to/pull-requests.md).
+`MARKDOWN` writes, at the session's end, the outcome table (regressions first), the
+figures, criteria trust and the summary's notes to ``--atom-markdown PATH`` and, when
+``$GITHUB_STEP_SUMMARY`` is set, appended to that file (docs/how-to/pull-requests.md).
 
 Run text (node ids, a cause quoting the agent or a check, a note) is never read as
 Markdown: it is scrubbed, then shown in a code span (`code`) or a fenced block (`block`)
 whose fence is longer than any run of backticks in it, so no emphasis, link, raw HTML,
 mention or autolink can form, and a table's pipes are escaped. A document stays within a
 limit (`fitted`: GitHub refuses a step summary over 1 MiB, a comment over 65,536
-characters). The pull request's comment (`history.diff.RunDiff.markdown`) uses the same
-pieces.
+characters). The pull request's comment (`history.diff.RunDiff.markdown`) uses them too.
 """
 
 from __future__ import annotations

@@ -19,14 +19,12 @@ figures ``atom.*``. Claude Code's stream gives an answer's output tokens only in
 session's total: a ``chat`` span carries input tokens, its ``invoke_agent`` span the
 session's exact tokens and cost.
 
-Times: results say how long the spec and each session took, not when each call happened.
-The spec ends when its view was built, its sessions follow one another, each as long as it
-took, and a session's calls share its time in equal slices, in their order.
+Times: results say how long each session took, not when each call happened: sessions follow
+one another up to when the view was built, and a session's calls share its time equally.
 
-Two steps, as the HTML page's: `spec_spans` builds one run's tree where the spec ran,
-scrubbed, clipped and JSON-able (`view`); `finish` joins every run's tree under the
-session's root and sends it, so under xdist the session is still one trace (a CI matrix's
-shards each send their own).
+Two steps, as the HTML page's: `spec_spans` builds one run's tree where the spec ran
+(`view`); `finish` joins every run's tree under the session's root, so under xdist the
+session is still one trace.
 """
 
 from __future__ import annotations
@@ -199,8 +197,7 @@ def _calls(record: IterationRecord) -> Iterator[tuple[str, dict[str, Any], str |
     for event in record.events:
         if isinstance(event, MessageUsage) and event.message_id not in seen:
             seen.add(event.message_id)
-            # The session's model (its init event) is what was asked for; the answer
-            # names the model that gave it.
+            # The session's model is what was asked for; the answer names what answered.
             model = record.model or event.model
             yield (
                 f"chat {model}" if model else "chat",
@@ -277,8 +274,7 @@ def _clipped(span: Span, whole: str) -> Span:
 
 
 def session_spans(end: SessionEnd, runs: Mapping[str, Mapping[str, Any]]) -> Span:
-    """The session's root span over every run's tree (`OtelExport.view`, by node id);
-    times in seconds since the epoch."""
+    """The session's root span over every run's tree; times in seconds since the epoch."""
     children = []
     for nodeid, run in runs.items():
         spec: Span = run["spans"]
@@ -359,8 +355,7 @@ def _ns(seconds: float) -> int:
 
 
 class OtelExport(ReportFormat[Span]):
-    """`render`: a run's span tree; `view`: the same and when it ended (``--atom-otel``
-    only); `finish`: sends the session's trace."""
+    """`render`: a run's span tree; `view`: it and when it ended; `finish`: sends the trace."""
 
     name = "otel"
 

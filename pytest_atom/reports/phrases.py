@@ -44,8 +44,7 @@ def step_line(step: StepResult) -> str:
 
 
 def environment_clue_of(result: SpecResult) -> EnvironmentClue | None:
-    """What in a failed check's or set-up's output points at the run's environment (a
-    command not found, a variable not set), if anything."""
+    """What in a failed check's or set-up's output points at the run's environment, if any."""
     texts = [f"{c.summary}\n{c.evidence}" for c in result.checks if not c.passed]
     if result.harness_error and result.harness_error.startswith("set-up"):
         texts.append(result.harness_error)  # it quotes the set-up's last lines

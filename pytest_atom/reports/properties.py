@@ -119,8 +119,7 @@ def criteria_trust(result: SpecResult) -> dict[str, Any]:
 
 
 def environment_properties(result: SpecResult) -> dict[str, Any]:
-    """When a failure could be the environment's doing: what points at it, and the caller
-    variables the run left out, by name."""
+    """What points at the environment in a failure, and the caller variables left out."""
     clue = environment_clue_of(result)
     if clue is None:
         return {}
@@ -132,8 +131,7 @@ def environment_properties(result: SpecResult) -> dict[str, Any]:
 
 
 def billed_properties(result: SpecResult) -> dict[str, Any]:
-    """What the streams billed, Claude Code's own figure (a cross-check), and where they
-    differ, by how much and why."""
+    """What the streams billed, Claude Code's own figure, and where they differ and why."""
     if not result.billed:
         return {}
     props: dict[str, Any] = {

@@ -101,13 +101,11 @@ def _role_cell(row: SummaryRow, role: str) -> str:
     if used is None or not used.tokens:
         return "-"
     recalled = role in _listed(row, "atom_recalled")
-    # Tokens only: Claude Code's price of a scripted or replayed session was not spent, and
-    # the cost columns say what was (JUnit and the trace keep each role's price).
+    # Tokens only: Claude Code's price of a scripted or replayed session was not spent.
     return str(used.tokens) + (RECALLED if recalled else "")
 
 
-#: The widest summary a terminal gets: a narrower terminal's own width is used;
-#: wider rows take two lines a spec or three, and the whole table is in the HTML report.
+#: The widest summary a terminal gets (a narrower one's own width); wider rows wrap.
 SUMMARY_WIDTH = 100
 
 
@@ -199,13 +197,11 @@ def _summary_cells(row: SummaryRow, roles: tuple[str, ...], compared: bool) -> t
         "" if row.attempts is None else str(row.attempts),
         "" if row.iterations is None else str(row.iterations),
         # Every session's, as HTML, JUnit (atom_tokens) and the trace say; the role
-        # columns that follow break it down (the agent's own, which limits and baselines
-        # count: executor and subagents).
+        # columns that follow break it down.
         "" if row.tokens is None else str(row.tokens),
         *(_role_cell(row, role) for role in roles),
         f"{row.cost_usd:.4f}",  # spent
-        # Claude Code's price of the sessions, paid or not (`cost.usage.Dollars`): what
-        # recording them costs, never added to the spend.
+        # Claude Code's price of the sessions, paid or not: never added to the spend.
         f"{row.list_price_usd:.4f}" if row.list_price_usd else "-",
         f"{row.duration_s:.1f}",
     ) + ((baseline_cell(row.properties),) if compared else ())

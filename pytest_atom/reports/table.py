@@ -30,8 +30,7 @@ def table_lines(
     rows: Iterable[Sequence[str]],
     right: Iterable[int] = (),
 ) -> list[str]:
-    """`header` and `rows` as aligned lines, trailing blanks cut: columns at the indexes in
-    `right` (figures) are aligned to the right, the others to the left."""
+    """`header` and `rows` as aligned lines; columns at the indexes in `right` to the right."""
     figures = set(right)
     table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="", show_edge=False)
     for i, name in enumerate(header):

@@ -30,8 +30,7 @@ if TYPE_CHECKING:
 
 _EVIDENCE_LINES = 20
 _TOOL_PROBLEMS_SHOWN = 10
-#: What a refused tool call looks like when the tool itself did not flag an error: a
-#: sandboxed command that wrote outside its folder and carried on, say.
+#: A refused tool call the tool itself did not flag as an error (a sandboxed write).
 _REFUSAL = re.compile(
     r"Read-only file system|<sandbox_violations>|No such tool available|haven't granted it yet"
 )

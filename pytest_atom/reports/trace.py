@@ -1,9 +1,8 @@
 """Invocation traces as data: one document per spec run, in the shape `trace_schema.json` states.
 
 A trace says what ran (``atom_ref``), how it ended (``state``), under which limits, with
-which observed effects and at what cost, with one child per attempt; a multi-step spec's
-children are its steps, each with its attempts and rollbacks (in planner mode a rollback
-carries its re-plan, and the steps it dropped follow as ``dropped``).
+which effects and at what cost, with one child per attempt (a multi-step spec's: per step,
+each with its attempts and rollbacks; a planner's rollback carries its re-plan).
 
 Not a format itself: the JSON trace format writes it and the HTML page shows it.
 """
@@ -91,8 +90,7 @@ def _ms(seconds: float) -> int:
 def _cost(
     result: SpecResult, attempts: list[Attempt] | None, wall_seconds: float | None = None
 ) -> dict[str, Any]:
-    """The cost of `attempts` (None: the whole run, the planner's too), taking as long as
-    `wall_seconds` (None: as its sessions took)."""
+    """The cost of `attempts` (None: the whole run), over `wall_seconds` (None: its sessions')."""
     if attempts is None:
         records, recalled = result.records, 0
     else:
@@ -225,8 +223,7 @@ def _child(
 
 
 def _verdict_source(attempt: Attempt) -> str | None:
-    """``reflector`` (a session judged), ``recalled`` (the replay took the recorded verdict),
-    None (no verdict)."""
+    """``reflector`` (a session judged), ``recalled`` (replayed verdict), None (no verdict)."""
     if attempt.verdict is None:
         return None
     return "recalled" if attempt.recalled and not attempt.reflectors else "reflector"

@@ -1,7 +1,5 @@
-"""A check's result: data the judge makes and results, reports and hooks read.
-
-A result, below the checks, so that a run's result holds its checks' findings without
-importing the checks that made them."""
+"""A check's result: data the judge makes and results, reports and hooks read; below the
+checks, so a run's result holds their findings without importing them."""
 
 from __future__ import annotations
 

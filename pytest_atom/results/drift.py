@@ -28,8 +28,8 @@ class Drift:
 
     recorded_version: str | None = None
     live_version: str | None = None
-    #: The workspace's own configuration files (`.claude/`, CLAUDE.md) changed since
-    #: recording: they, not Claude Code, may have changed its requests.
+    #: The workspace's own configuration files changed since recording: they, not Claude
+    #: Code, may have changed its requests.
     workspace_changed: tuple[str, ...] = ()
     models: dict[str, str] = field(default_factory=dict)  # recorded -> live
     tools_added: set[str] = field(default_factory=set)
@@ -142,6 +142,5 @@ class ReplayDivergence(str):
 
     @property
     def agents(self) -> bool:
-        """Whether the agent's own session diverged (an MCP request counts), not only the
-        reflector's input."""
+        """Whether the agent's own session diverged (MCP too), not only the reflector's input."""
         return self.kind != "reflector"

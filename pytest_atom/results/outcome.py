@@ -19,8 +19,7 @@ from pytest_atom.cost.spend import Crossing
 Decision = Literal["proceed", "refine", "fail"]
 #: What a run came to: the agent did the task, did not, or the machinery failed.
 Status = Literal["passed", "failed", "error"]
-#: Which part failed: the machinery, or the spec itself (its script could not answer);
-#: never the agent's fault.
+#: Which part failed: the machinery, or the spec itself; never the agent's fault.
 ErrorKind = Literal["harness", "replay", "upstream", "spec"]
 #: Outcomes that do not fail a run: what pytest's exit status counts as success too.
 OK_LABELS = frozenset({"passed", "xfailed", "xpassed"})
@@ -35,8 +34,7 @@ class _Check(Protocol):
 #: criterion is unmet, and every report says why in these words.
 NO_VERDICT = "the judge gave no verdict"
 
-#: What passes a judged attempt: its score above the threshold, or each
-#: criterion by its own vote majority (`claude plugin eval`'s graders, one by one).
+#: What passes a judged attempt: its score above the threshold, or each criterion's votes.
 Gate = Literal["score", "criteria"]
 
 
@@ -68,11 +66,9 @@ def judge(
 ) -> Decision:
     """``proceed``, ``refine`` or ``fail`` for one attempt (the scoring model).
 
-    A failed check, or an agent that never signalled completion, fails whatever the score;
-    without criteria the checks decide. Gated by ``criteria`` (`effective_gate`), every
-    gated criterion must be met by its vote majority and the score is not read; an
-    advisory criterion (`CriterionVerdict.gates`) never fails an attempt nor asks for another.
-    """
+    A failed check, or an agent that never signalled completion, fails whatever the score.
+    Gated by ``criteria``, every gated criterion must be met by its vote majority and the
+    score is not read; an advisory criterion never fails an attempt nor asks for another."""
     if not completed or not all(c.passed for c in checks):
         return "fail"
     if verdict is None:
@@ -124,8 +120,7 @@ class Outcome:
 
     @property
     def exit_status(self) -> int:
-        """2 when the machinery failed (CI tells a broken set-up from a failing spec),
-        1 when the spec failed, else 0."""
+        """2 when the machinery failed, 1 when the spec failed, else 0."""
         return 2 if self.status == "error" else 0 if self.ok else 1
 
     def properties(self) -> dict[str, Any]:
@@ -194,12 +189,9 @@ class RunFacts:
 
 
 def decide(facts: RunFacts) -> Outcome:
-    """The one place a run's figures become its outcome.
-
-    A replay divergence, a harness error, then a broken script decide an error, whatever
-    the agent did (an xfail spec's too). A pass needs the last attempt's ``proceed``, every
-    step committed and every plan valid. A recording failed by its upstream is an error.
-    """
+    """The one place a run's figures become its outcome: a replay divergence, a harness
+    error, a broken script or a recording's upstream failure is an error, whatever the agent
+    did; a pass needs the last attempt's ``proceed``, every step committed, every plan valid."""
     f = facts
     expected = f.xfail or None
     if f.divergence is not None:

@@ -47,8 +47,7 @@ class IterationRecord:
     stderr: str = ""
     texts: list[str] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
-    #: The result event's figures (pytest_atom.cost.usage): the main session's usage, this
-    #: call's per-model usage of every session and its cost.
+    #: The result event's figures (pytest_atom.cost.usage).
     usage: dict[str, Any] = field(default_factory=dict)
     model_usage: dict[str, Any] = field(default_factory=dict)
     cost_usd: float = 0.0
@@ -70,12 +69,10 @@ class IterationRecord:
     unanswered: str | None = None
     #: The usage as events arrive: what a call stopped before its result event used.
     meter: CallUsage = field(default_factory=CallUsage, repr=False)
-    #: The earlier tries of this call that failed and were retried: paid for, so every
-    #: report counts them (`paid_tokens`) and shows them apart.
+    #: The earlier tries of this call that failed and were retried: paid for, so counted.
     failed_tries: list[IterationRecord] = field(default_factory=list, repr=False)
 
-    #: The kind of API error the CLI answered with instead of a model's reply
-    #: ("authentication_failed" when it has no credentials: no retry can fix that).
+    #: The kind of API error the CLI answered with instead of a model's reply.
     api_error: str | None = None
 
     @property
@@ -96,8 +93,7 @@ class IterationRecord:
             if match:
                 return match.group(1)
         if self.is_error and self.stop_reason == "pause_turn":
-            # A server tool's long turn, paused for the client to resend: `claude -p` stops
-            # there with an error instead.
+            # A server tool's long turn, paused for a resend: `claude -p` stops with an error.
             return "the API paused the turn (stop_reason pause_turn), which it does not resume"
         return None
 
@@ -176,8 +172,7 @@ class IterationRecord:
         self.apply_all((event,))
 
     def apply_all(self, events: Sequence[Event], budget: Budget | None = None) -> Crossing | None:
-        """Fold a line's events into the record, their usage into `meter` and `budget`
-        first; the limit they crossed, else None."""
+        """Fold a line's events into the record (usage into `budget` first); a crossed limit."""
         crossed = count_line(events, self.meter, budget)
         for event in events:
             self._take(event)

@@ -1,7 +1,5 @@
 """The typed results of a spec run: its attempts, its outcome, its cost and what broke.
-
-Nothing here imports what runs (the runner, the judge, the gateway, the recording): their
-types are named for type checkers only.
+Nothing here imports what runs: their types are named for type checkers only.
 """
 
 from __future__ import annotations
@@ -102,8 +100,8 @@ class Attempt:
     #: Votes a replay took from the cassette, no session run: their input was unchanged.
     recalled: list[Recalled] = field(default_factory=list)
     decision: Decision = "fail"
-    #: A conversation (`user:`): the user's messages, the prompt included (None: no
-    #: conversation), whether it said it was done, and its model's sessions.
+    #: A conversation's user messages, the prompt included (None: none), whether it said it
+    #: was done, and its model's sessions.
     user_turns: int | None = None
     user_done: bool = False
     users: list[IterationRecord] = field(default_factory=list)
@@ -205,20 +203,17 @@ class SpecResult:
     harness_error: str | None = None  # e.g. a malformed verdict: never a pass
     script_error: str | None = None  # the spec's script could not answer: a spec error
     setup_output: str | None = None  # what the spec's `setup:` commands printed, if any
-    #: What the set-up cache did: "restored <key>", "stored <key>", "not stored: <why>";
-    #: None without set-up or with the cache off.
+    #: What the set-up cache did: "restored <key>", "stored <key>", "not stored: <why>".
     setup_cache: str | None = None
     #: pytest-atom's own files the workspace copy left out, workspace-relative.
     left_out: tuple[str, ...] = ()
     upstream_faults: list[UpstreamFault] = field(default_factory=list)  # recording's, not got past
-    #: Whose sessions ("executor", "reflector") a paid upstream answered, and whose a
-    #: cassette recorded from a paid upstream: the CLI prices every session from the usage
-    #: in its answers, even scripted or replayed ones, so its figure is spent only for the
-    #: paid ones, and was spent once only for a cassette a script did not answer.
+    #: Whose sessions a paid upstream answered, and whose a cassette recorded from a paid
+    #: upstream: the CLI prices every session, even scripted or replayed ones, so its figure
+    #: is spent only for the paid ones.
     paid: frozenset[str] = frozenset()
     replayed: frozenset[str] = frozenset()
-    #: The limits the agent ran under, what it used of them over every attempt, and the
-    #: first one it crossed ("exceeded max_turns: 3 > 2").
+    #: The limits the agent ran under, what it used of them, and the first one it crossed.
     limits: Limits = field(default_factory=Limits)
     usage: Usage = field(default_factory=Usage)
     limit_exceeded: Crossing | None = None
@@ -226,18 +221,15 @@ class SpecResult:
     steps: list[StepResult] = field(default_factory=list)
     rollbacks: list[Rollback] = field(default_factory=list)
     plan: Plan | None = None  # planner mode: the first plan (re-plans: in `rollbacks`)
-    #: What the answers through the gateway billed, by role, and their price: the streams'
-    #: own figure, a cross-check of Claude Code's (`billing_note`).
+    #: What the answers through the gateway billed, by role: a cross-check (`billing_note`).
     billed: dict[str, Billed] = field(default_factory=dict)
     billed_usd: dict[str, float] = field(default_factory=dict)
     #: Of those, the steps billed on top of the answers: role -> kind -> (tokens, dollars).
     billed_steps: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
-    #: What `report` renders with (the text format's `render`, handed in by `run.spec_run`):
-    #: reports build on results, never the other way round.
+    #: What `report` renders with, handed in: reports build on results, never the reverse.
     renderer: Callable[[SpecResult], str] | None = field(default=None, repr=False, compare=False)
     #: The item's input digest and its parts (`outcome_cache.input_digest`), with the
-    #: history store on; `cached_from`: the stored passing item `--atom-cache` reported
-    #: instead of running this one (then no attempt ran).
+    #: history store on; `cached_from`: the stored item reported instead of running this one.
     digest: str | None = None
     digest_parts: Mapping[str, str] = field(default_factory=dict)
     cached_from: CachedFrom | None = None
@@ -547,8 +539,7 @@ class SpecResult:
                 payer = "reflector" if role == "reflector" else "executor"
                 spent += usd if payer in self.paid else 0.0
                 recorded += usd if payer in self.replayed else 0.0
-            # A call stopped before Claude Code priced it (a limit, a timeout) was paid for
-            # all the same: the streams' price is the floor of what was spent.
+            # A call stopped before Claude Code priced it was paid all the same: the floor.
             spent = max(spent, self.billed_paid_usd)
         return spent, recorded
 
@@ -574,9 +565,8 @@ class SpecResult:
 
     def usage_by_role(self, attempts: list[Attempt] | None = None) -> dict[str, RoleUsage]:
         """Tokens and Claude Code's price per kind of session (`ROLES`), of `attempts`
-        (default: every attempt, the planner, the steps billed on top of the answers and
-        `other`): they add up to `tokens` and to the dollars spent (or recorded). The
-        subagents' share is split off the executor's (`IterationRecord.subagent_cost_usd`)."""
+        (default: all, the planner, billed steps and `other`): they add up to `tokens` and to
+        the dollars spent (or recorded)."""
         roles = self._sessions(attempts)
         if attempts is None:
             split_steps(roles, self.billed_steps)
@@ -584,8 +574,7 @@ class SpecResult:
         return roles
 
     def _sessions(self, attempts: list[Attempt] | None = None) -> dict[str, RoleUsage]:
-        """Each kind of session's tokens and price as Claude Code counted them, failed
-        tries in their own role."""
+        """Each kind of session's tokens and price as Claude Code counted them."""
         roles = dict.fromkeys(ROLES, RoleUsage())
         for attempt in self.all_attempts if attempts is None else attempts:
             for r in _tries(attempt.records):
@@ -613,9 +602,8 @@ class SpecResult:
         return split_steps(self._sessions(), self.billed_steps)
 
     def _unnamed(self, roles: dict[str, RoleUsage]) -> RoleUsage:
-        """What the run's figures hold that no role names (the streams' price of a call
-        Claude Code never priced), so the roles add up. Dollars only when every session was
-        paid or replayed: a scripted answer costs nothing, yet Claude Code prices it."""
+        """What the run's figures hold that no role names, so the roles add up; dollars only
+        when every session was paid or replayed (Claude Code prices a scripted answer too)."""
         named = sum(used.tokens for used in roles.values())
         spent, recorded = self.costs()
         ran = {"executor"} | ({"reflector"} if roles["reflector"].tokens else set())

@@ -1,5 +1,4 @@
-"""How many of a spec's repeats must pass: the one rule the exit status, the summary,
-JUnit, ``measured.json`` and the HTML report apply.
+"""How many of a spec's repeats must pass: the one rule every report and the exit status apply.
 
 A spec's runs are its rows with one `spec_key` (each arm and case is a spec of its own).
 What they must meet, first that applies:

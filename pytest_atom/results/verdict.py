@@ -17,8 +17,7 @@ from pytest_atom.errors import ReflectorError
 from pytest_atom.results.outcome import NO_VERDICT
 from pytest_atom.wire.verdict_schema import STEP_VERDICT_SCHEMA
 
-#: Why a criterion gates (no calibration floor applies; its calibration reaches the floor)
-#: or is advisory (no calibration; a stale one; κ below the floor; too few samples).
+#: Why a criterion gates or is advisory (judge.trust).
 TrustReason = Literal["unfloored", "calibrated", "uncalibrated", "stale", "kappa", "samples"]
 GATED_WORDS: dict[str, str] = {"unfloored": "no calibration floor", "calibrated": "calibrated"}
 ADVISORY_WORDS: dict[str, str] = {
@@ -92,8 +91,7 @@ def _verdict_validator() -> Any:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The reflector's judgement of one attempt: its score, each criterion met or not with
-    the evidence, and the feedback a refined attempt is given."""
+    """The reflector's judgement of one attempt: score, criteria with evidence, feedback."""
 
     score: float
     decision: str  # what the reflector said; the outcome is derived from the score

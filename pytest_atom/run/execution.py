@@ -77,8 +77,7 @@ class SetupFailed(AtomError):
 #: What `run_spec` raises when it cannot run a spec at all (a missing cassette or `claude`,
 #: a full disk): callers report these as the harness's failure, never the agent's.
 HARNESS_ERRORS: tuple[type[Exception], ...] = (HarnessError, OSError)
-#: Claude Code's own retries of a failed API request (its default, 10 with a doubling
-#: backoff, takes minutes): an upstream that keeps failing fails the call in seconds.
+#: Claude Code's retries of a failed API request (its default of 10 takes minutes).
 API_RETRIES = 3
 
 
@@ -111,8 +110,8 @@ class AttemptLoop:
     #: pytest-atom's own files the workspace copy left out (workspace-relative).
     left_out: tuple[str, ...] = ()
     budget: Budget = field(init=False)
-    #: A step's: where its attempt folders go, its first attempt's number (a re-run after
-    #: a rollback numbers on), its executor session and its reflector sessions' label.
+    #: A step's: where its attempt folders go, its first attempt's number, its executor
+    #: session and its reflector sessions' label.
     root: Path | None = None
     start: int = 1
     session: str | None = None
@@ -263,8 +262,7 @@ class AttemptLoop:
         else:
             self.prepare(path)
         executor.continue_session(session, path)  # a no-op until the conversation exists
-        # Claude Code iterates until its exit signal; an SDK app, or a conversation's
-        # agent, runs once per message: its finishing is its completion.
+        # An SDK app, or a conversation's agent, runs once per message: no exit signal.
         loops = executor.loops and talk is None
         turns = talk.user.max_turns if talk else 1
         runtime = AtomRuntime(
@@ -276,8 +274,8 @@ class AttemptLoop:
             verbose=False,
             runner=executor,
             session_id=session,
-            # A scripted or replayed answer is the same on every retry: retrying only waits,
-            # unless the recording ran a failed call again after an upstream fault.
+            # A scripted or replayed answer is the same on every retry, unless the
+            # recording ran a failed call again after an upstream fault.
             max_retries=2 if source.kind == "record" or source.reenacts_retries else 0,
             sleep=time.sleep if source.kind == "record" else lambda _: None,
             timeout=self.spec.timeout,
@@ -306,8 +304,7 @@ class AttemptLoop:
         return {**build_env(self.run_dir / "home", self.spec.pass_env), **self.spec_env}
 
     def check_sandbox(self, path: Path) -> ProcessSandbox | None:
-        """The agent's confinement for the checks' commands; None with `sandbox: false`,
-        or when no check runs any code."""
+        """The agent's confinement for the checks' commands; None without a sandbox or code."""
         if not needs_sandbox(self.spec.accept):
             return None
         return process_sandbox(Confinement(self.run_dir, self.spec.sandbox), path, self.check_env)
@@ -360,12 +357,8 @@ class AttemptLoop:
 
     def reflect(self, attempt: Attempt, agents: AgentFactory, source: ModelSource) -> bool:
         """The reflector's verdict on a finished attempt with criteria; False: stop here.
-
         A replay whose reflector request diverged failed on the divergence; any other
-        reflector failure is the harness's own. `reflector: {votes: N}` runs N sessions in
-        turn (a script's and a cassette's are taken in that order), combined by
-        `combine_votes`.
-        """
+        reflector failure is the harness's own. `reflector: {votes: N}` runs N in turn."""
         if not (self.spec.criteria and attempt.completed):
             return True
         votes = []
@@ -436,9 +429,8 @@ class AttemptLoop:
 
 
 def _tool_shims(folder: Path, tools: dict[str, Path]) -> Path:
-    """One executable per tool, so the agent runs `greeter ARGS` like any command. Each
-    tool's folder is copied into the run (``tools/<name>/``): the read guard lets the agent
-    read only its run folder."""
+    """One executable per tool, so the agent runs `greeter ARGS` like any command; each
+    tool's folder is copied into the run, as the read guard opens only the run folder."""
     folder.mkdir(exist_ok=True)
     for name, entry in tools.items():
         copy = folder.parent / "tools" / name
@@ -457,8 +449,7 @@ def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
     """What the executor hears at the start of the next attempt: the reviewer's feedback."""
     verdict = attempt.verdict
     assert verdict is not None
-    # An advisory criterion asks for nothing (judge.trust): only the gated ones are listed,
-    # and the score, which weighs the advisory ones too, is not what passing needs.
+    # Only the gated criteria are listed: an advisory one asks for nothing (judge.trust).
     unmet = (
         "\n".join(f"- {c.criterion}: {c.evidence}" for c in verdict.gating_unmet)
         or "- (none listed)"

@@ -3,9 +3,8 @@ simulated user of a run, and the lone sessions of `atom loop` and `atom doctor` 
 `AtomRuntime` given no runner builds its own).
 
 Building every agent here lets the harness mark each one's requests with its role
-(wire.roles) and take the executor from the agent kind the spec names (`agent: {NAME:
-VALUE}`, `agents.protocol.agent_kind`) without the attempt loop, the reflector or the
-planner knowing.
+(wire.roles) and take the executor from the spec's agent kind without the attempt loop,
+the reflector or the planner knowing.
 """
 
 from __future__ import annotations
@@ -36,8 +35,7 @@ def claude_code_agent(role: Role, session: AgentSession | None = None) -> Claude
 
 
 def role_session(role: Role, session: AgentSession | None = None) -> AgentSession:
-    """`session` as `role`'s, with the role's marker in its environment (wire.roles) when
-    it has one."""
+    """`session` as `role`'s, with the role's marker in its environment (wire.roles)."""
     session = session or AgentSession(find_claude())
     env = None if session.env is None else {**session.env, **role_env(role)}
     return replace(session, env=env, role=role)
@@ -58,8 +56,7 @@ class AgentFactory:
     mcp: McpTape | None = None  # the spec's MCP servers' recording or stand-in (record, replay)
 
     def executor(self, answer: Answerer | None = None) -> Agent:
-        """The agent under test, of the kind the spec names, in its sandbox; `answer`: a
-        conversation's user, who answers its questions."""
+        """The agent under test, of the spec's kind, in its sandbox; `answer`: its user."""
         session = role_session(
             "executor",
             AgentSession(

@@ -62,14 +62,12 @@ class Harness:
     hook: HookRelay
     started: datetime = field(default_factory=datetime.now)
     _registry: CheckRegistry | None = field(default=None, init=False, repr=False)
-    #: How many processes share the spending limit (xdist's workers: each holds its share)
-    #: and how the front end names the option (reports quote it).
+    #: How many processes share the spending limit, and how the front end names the option.
     workers: int = 1
     spend_option: str = "--atom-max-cost-usd"
     spend: SpendLimit | None = field(default=None, init=False)  # this process's share
     around_run: AroundRun | None = field(default=None, init=False)  # the suite sets it
-    #: Each upstream is connected to once before its first recording (`replay.reachable`):
-    #: an unreachable one stops the session in seconds.
+    #: Each upstream is connected to once before its first recording (`replay.reachable`).
     upstreams: UpstreamCheck = field(default_factory=UpstreamCheck, init=False)
 
     def __post_init__(self) -> None:
@@ -93,8 +91,7 @@ class Harness:
         return BaselineGate(path, self.settings.baseline_tolerance)
 
     def registry(self, hook: HookRelay | None = None) -> CheckRegistry:
-        """The built-in check kinds plus those the hooks register (`hook`: a narrower
-        relay, such as a spec file's). The harness's own is built once."""
+        """The built-in check kinds plus those the hooks register (`hook`: a narrower relay)."""
         if hook is None and self._registry is not None:
             return self._registry
         registry = default_registry()
@@ -124,10 +121,8 @@ class Harness:
         repeat: int | None = None,
         settings: RunSettings | None = None,
     ) -> SpecResult:
-        """Run one spec; its reports are written and the verdict hook called.
-
-        `repeat` is which of the spec's repeats this is (None: it runs once). Settings
-        resolved for one test take the session's seed: every test of a run shares one."""
+        """Run one spec; its reports are written and the verdict hook called. `repeat`:
+        which repeat this is (None: it runs once). A test's settings take the session's seed."""
         settings = settings or self.settings
         if settings.seed is None:
             settings = replace(settings, seed=self.settings.seed)
@@ -188,8 +183,7 @@ def build_harness(
     workers: int = 1,
     spend_option: str = "--atom-max-cost-usd",
 ) -> Harness:
-    """The one factory: settings resolved from `layers` (strongest first), with a fresh
-    seed when none is set."""
+    """The one factory: settings resolved from `layers` (strongest first), seed included."""
     remember_env_files(root)  # reports written here scrub the project's env file secrets
     return Harness(
         resolve(layers).with_seed(),

@@ -1,8 +1,7 @@
 """Ctrl-C during a spec run: where its work was left, and how to go on from there.
 
-A run stopped by Ctrl-C leaves its attempt folders and, when recording, what was recorded
-so far in ``<cassette>.partial.yaml``. `InterruptedRun` carries that to the front end
-(pytest's summary, `atom run`), which says it with its own commands.
+A run stopped by Ctrl-C leaves its attempt folders and, when recording, its
+``<cassette>.partial.yaml``; `InterruptedRun` carries that to the front end.
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 able to tell good work from bad?
 
 A spec's ``oracle:`` (a script that solves the task) runs as the agent of an ordinary
-attempt (`OracleAgent`): the same workspace copy, set-up, confinement and checks a real
-attempt gets, with no gateway and no reflector. A spec's ``script:`` plays offline through
-the harness, even when a cassette exists (`run_script`); `cassette_notes` says what
-`pytest --atom`, which replays the cassette, will do where it no longer fits.
+attempt (`OracleAgent`), with no gateway and no reflector. A spec's ``script:`` plays
+offline, even when a cassette exists (`run_script`); `cassette_notes` says what a replay of
+the cassette will do where it no longer fits.
 """
 
 from __future__ import annotations
@@ -128,8 +127,7 @@ class Validation:
 
 
 def validate_files(files: list[Path], harness: Harness, tmp: Path) -> Iterator[Validation]:
-    """Each file's specs, schema-checked with the project's check kinds, then run (their
-    folders under `tmp`), yielded as they finish."""
+    """Each file's specs, schema-checked, then run under `tmp`, yielded as they finish."""
     registry = harness.registry()
     found_claude = False
     for number, file in enumerate(files, start=1):
@@ -172,8 +170,7 @@ class OracleAgent:
         use_context: bool = True,
         timeout: float | None = None,
     ) -> IterationRecord:
-        # The task's prompt file the attempt writes is for an agent to read: the oracle
-        # starts from the workspace as set up, and its checks see only what it made.
+        # The task's prompt file is for an agent: the checks see only what the oracle made.
         (conversation_dir / "USER_PROMPT.md").unlink(missing_ok=True)
         confined = process_sandbox(
             Confinement(self.run_dir, self.sandbox), conversation_dir, self.env
@@ -286,8 +283,7 @@ def run_script(spec: Spec, harness: Harness) -> Run:
     elif result.script_error is not None:  # the spec's fault: never an expected failure
         run.broken = f"the spec's script is broken: {result.script_error}"
     elif not result.passed and all(c.passed for c in checks):
-        # The outcome's own line names the cause (a score below the threshold, an unmet
-        # criterion, an agent that never finished): the same words every report shows.
+        # The outcome's own line names the cause, in the words every report shows.
         run.problem = result.outcome.why
     return run
 

@@ -156,8 +156,7 @@ def planner_folder(spec: Spec, run_dir: Path, start: Path | None, number: int = 
 def planner_input(
     spec: Spec, prompts: PromptLoader | None = None, feedback: str = "", model: str | None = None
 ) -> SessionInput:
-    """The planner's whole request but its folder: what a replay compares to recall the
-    recorded plan (pytest_atom.replay.recall)."""
+    """The planner's whole request but its folder: what a replay compares to recall it."""
     return SessionInput(
         build_prompt(spec, prompts, feedback), read_only_options(PLAN_SCHEMA), model
     )

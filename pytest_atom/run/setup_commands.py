@@ -1,10 +1,7 @@
 """A spec's `setup:` commands, run in the attempt folder in the agent's confinement.
 
-Set-up obeys the rules the agent obeys: it writes only in the attempt folder, the spec's
-`sandbox.write` paths and the run's temp folder, reaches only `sandbox.network` domains,
-reads only the run folder, the system and the toolchains. The commands run under the
-sandbox runtime (`srt`, which Claude Code's own sandbox is built on) with the agent's
-settings (agents.claude_code.srt); with `sandbox: false` they run unconfined, as the agent.
+Set-up obeys the rules the agent obeys (agents.claude_code.srt): the commands run under the
+sandbox runtime with the agent's settings; with `sandbox: false` unconfined, as the agent.
 
 Set-up has its own HOME and temp folder under ``setup/``, so nothing of it reaches the
 agent's conversation or the cassette. What it made in the attempt folder is kept in the
@@ -42,8 +39,7 @@ class SetupOutcome:
     cache: str | None = None  # "restored <key>", "stored <key>", "not stored: <why>"
 
     def problem(self) -> str:
-        """The harness error a failed set-up becomes: the command, its code, what the
-        sandbox refused it, its last lines."""
+        """The harness error a failed set-up becomes: command, code, refusals, last lines."""
         tail = "\n".join(self.output.strip().splitlines()[-30:])
         code = f" exited {self.exit_code}" if self.exit_code is not None else " failed"
         which = f"`{self.failed}`" if self.failed else "a command"

@@ -74,12 +74,9 @@ def run_spec(
 ) -> SpecResult:
     """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
 
-    `settings.threshold` is the project's default; a spec's own wins. `on_event` receives
-    the executor's events and the harness's own (`results.harness_events`) as they
-    arrive. `repeat` and `settings.seed` draw a stochastic script's choices. Once
-    `scope.spend` is reached the spec does not start (SpendingLimitReached), and a run
-    under way is stopped.
-    """
+    `on_event` receives the executor's events and the harness's own as they arrive;
+    `repeat` and `settings.seed` draw a stochastic script's choices. Once `scope.spend` is
+    reached the spec does not start (SpendingLimitReached), and a run under way is stopped."""
     scope = scope or RunScope()
     spend, project_dir = scope.spend, scope.project_dir
     if spend is not None and spend.reached:
@@ -87,9 +84,7 @@ def run_spec(
     started, wall = time.perf_counter(), time.time()
     settings = settings or RunSettings()
     spec = spec.with_limits(scope.config)
-    # The secrets of the spec's `env:` and `pass_env:` and of the env files (the project's,
-    # the workspace's): scrubbed from every request, the reflector's too, and all that is
-    # written, since every Scrubber of this run is made after this.
+    # The spec's and the env files' secrets: every Scrubber of this run is made after this.
     remember_spec_secrets(spec, project_dir)
     claude_bin = claude_bin or find_claude()
     _require_sandbox(spec)
@@ -185,12 +180,8 @@ def _drive(
     prove: Prove | None = None,
 ) -> tuple[list[Exchange], Path | None]:
     """Every attempt behind one gateway; then the cassette is written, or kept as it was.
-
-    Until the run says otherwise it counts as failed: Ctrl-C or a crash keeps the
-    cassette. A timeout, or a CLI that gave up, is a failed recording; an agent that
-    failed its checks is a faithful one. A workspace that could not be made leaves no run
-    folder, unless the run was resuming one.
-    """
+    Until the run says otherwise it counts as failed (Ctrl-C or a crash keeps the cassette);
+    an agent that failed its checks is a faithful recording, a timeout is not."""
     failed = True
     exchanges: list[Exchange] = []
     try:
@@ -207,8 +198,7 @@ def _drive(
                 passed=_passed(run),
                 prove=None if failed else prove,
             )
-            # The CLI's own transcripts hold every prompt and tool output, and its HOME its
-            # logs: scrubbed in place.
+            # The CLI's own transcripts and logs hold every prompt and tool output: scrubbed.
             auth = source.auth
             Scrubber(extra=auth).scrub_tree(run.run_dir / "claude-config", run.run_dir / "home")
             release_tmpdirs(run.run_dir)  # the short links to its temp folders, if any

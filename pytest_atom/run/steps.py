@@ -8,17 +8,13 @@ is an ordinary attempt loop (`execution.AttemptLoop`) whose folders live under i
         steps/<id>/committed/      the passing attempt, promoted
         committed/                 the last step's committed work (the spec's outcome)
 
-A later step's reflector may find an earlier step's committed work wrong and answer
-``decision: rollback, target: <step id>``: the committed work of the target and of every
-step after it is wiped, and the run goes on from the target, which hears the failure
-report. That is the only move backward, at most once per target and `max_rollbacks`
-times in all. Attempt folders are kept (a re-run continues their numbering): they are
-the evidence, and nothing reads them as input.
+A later step's reflector may answer ``decision: rollback, target: <step id>``: the
+committed work from the target on is wiped, and the run goes on from the target, which
+hears the failure report: at most once per target and `max_rollbacks` times in all.
+Attempt folders are kept as evidence (a re-run continues their numbering).
 
-An interrupted run leaves its partial work in its attempt folder. Run again on the same
-folder (`--atom-resume RUN_DIR`), it goes on from the first step that is not committed,
-in a new attempt folder; the interrupted attempt's conversation is set aside, so a
-continued conversation resumes from the last commit.
+Resumed (`--atom-resume RUN_DIR`), a run goes on from the first step not committed, in a
+new attempt folder; the interrupted attempt's conversation is set aside.
 
 Planner mode (`request:` instead of `steps:`): a planner session writes the steps first
 (`pytest_atom.run.planner`); a plan that is not valid steps, or fails `plan_accept:`, fails

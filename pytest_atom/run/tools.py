@@ -30,8 +30,7 @@ _DRAIN_SECONDS = 2.0
 
 
 def discover_tools(config: AtomConfig) -> dict[str, Path]:
-    """Every tool in the config's tools dirs: name -> entry file, sorted by name; hidden
-    folders and folders without an entry point are skipped."""
+    """Every tool in the config's tools dirs: name -> entry file, sorted by name."""
     found: dict[str, Path] = {}
     for tools_dir in config.tools_paths:
         if not tools_dir.is_dir():
@@ -67,8 +66,7 @@ def describe(entry: Path) -> str:
 
 
 def tool_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a tool runs with: `base` (default: ours), unbuffered, and able to
-    import `pytest_atom.conversation` (`importable`)."""
+    """The environment a tool runs with: `base`, unbuffered, able to import `conversation`."""
     env = importable(os.environ if base is None else base)
     env.setdefault("PYTHONUNBUFFERED", "1")  # plain print()s stream too, not just messages
     return env
@@ -82,10 +80,9 @@ def run_tool(
     env: Mapping[str, str] | None = None,
     stdout: TextIO | None = None,
 ) -> int:
-    """Run a tool's entry file; its exit code. Its stdout and stderr, merged, are copied
-    line by line to `stdout` as they arrive. It gets no stdin (it asks with ``## Input
-    Needed`` instead) and runs in its own process group, so a timeout or a Ctrl-C kills
-    every process it started; a timeout says so in an ``## Error`` message and returns 124."""
+    """Run a tool's entry file, its merged output copied line by line to `stdout`; its exit
+    code. No stdin (it asks with ``## Input Needed``); its own process group, so a timeout
+    (an ``## Error`` message, 124) or a Ctrl-C kills every process it started."""
     out = sys.stdout if stdout is None else stdout
     proc = spawn(
         [sys.executable, str(entry), *args],
@@ -102,8 +99,7 @@ def run_tool(
     assert pipe is not None
 
     def copy() -> None:
-        # A child the tool left running may hold the pipe open long after the tool exited:
-        # once stopped, whatever still arrives is dropped, never written to the caller.
+        # A child the tool left running may hold the pipe open: once stopped, output is dropped.
         with pipe:
             for line in pipe:
                 with lock:

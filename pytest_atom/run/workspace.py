@@ -34,8 +34,6 @@ diverge. What is left out is found by what pytest-atom knows, not by names alone
 - every ``.atom/`` folder: the project's config, tools, prompts, runs and results.
 
 Specs are read as plain YAML, not validated: a spec with an error still names its files.
-Another tool's ``cassettes/`` folder is left alone: only the folders of the spec files
-found are pytest-atom's.
 """
 
 from __future__ import annotations
@@ -170,8 +168,8 @@ def snapshot_repo(folder: Path, *, amend: bool = False) -> None:
         git(folder, "config", "user.email", "agent@pytest-atom.localhost", snapshot=True)
     if amend:
         ignore_new_files(folder)
-    # The first commit takes every file copied (git chose them already, a tracked file may
-    # match an ignore rule); after set-up, only the changes it made to those files.
+    # The first commit takes every file copied (a tracked one may match an ignore rule);
+    # after set-up, only the changes it made to those files.
     git(folder, "add", "--all", *([] if amend else ["--force"]), snapshot=True)
     commit = ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", SNAPSHOT_MESSAGE]
     git(folder, *commit, *(["--amend"] if amend else []), snapshot=True)
@@ -183,10 +181,8 @@ SETUP_EXCLUDES = "# made by the spec's setup: (never committed, like ignored bui
 
 
 def ignore_new_files(folder: Path) -> list[str]:
-    """Keep what `setup:` made out of the attempt's git: each path git neither tracks nor
-    ignores is added to ``.git/info/exclude`` (a new folder once). Committing them would
-    store a second copy of each in ``.git`` and list a virtualenv in the agent's `git
-    status`. Returns the paths added."""
+    """Keep what `setup:` made out of the attempt's git (``.git/info/exclude``), which would
+    store a second copy and list a virtualenv in the agent's `git status`; the paths added."""
     listing = git(
         folder, "ls-files", "-z", "--others", "--exclude-standard", "--directory", snapshot=True
     )
@@ -368,8 +364,7 @@ def _extract(top: Path, tree: str, dest: Path, exclude: Sequence[str]) -> None:
 
 ATOM_DIR = ".atom"
 PARTIAL_SUFFIX = ".partial.yaml"  # what a failed recording keeps beside the cassette
-#: `pytest_atom.judge.calibration.FOLDER` (a test holds them equal: not imported, so a run
-#: loads no calibration module).
+#: `pytest_atom.judge.calibration.FOLDER`, not imported (a test holds them equal).
 CALIBRATION_DIR = "calibration"
 _SPEC_SIDE = ("script", "oracle", "cassette", "cases")  # spec keys naming a path beside it
 

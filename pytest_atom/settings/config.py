@@ -13,10 +13,6 @@ limits: {max_turns: 30, max_cost_usd: 2}   # default budgets of every spec (a sp
 pass_env: [JAVA_OPTS, "MYAPP_*"]     # caller variables every spec's processes get (a spec's add)
 ```
 
-The file is looked for in the working directory and then in each parent folder, or given
-explicitly (``--config``). Without one every setting has its default and the project
-folder (`AtomConfig.root`) is the working directory.
-
 Every string value, list items included, may refer to the environment, by the same rules
 as a spec's ``env:`` (`pytest_atom.settings.interpolate`); a number setting may be a
 reference too (``timeout: ${ATOM_TOOL_TIMEOUT:-120}``).
@@ -98,9 +94,7 @@ def find_config(cwd: Path | None = None) -> Path | None:
 def load_config(path: Path | None = None, *, cwd: Path | None = None) -> AtomConfig:
     """Load the project configuration: `path` (``--config``, relative to `cwd`; it must
     exist), else ``.atom/config.yaml`` searched from `cwd` upwards, else the defaults. The
-    project folder holds the file's ``.atom/``; for an explicit file elsewhere it is the
-    file's own folder, so relative paths in a file mean the same wherever it is used from.
-    """
+    project folder holds the file's ``.atom/``, else is the file's own folder."""
     base = (cwd or Path.cwd()).resolve()
     if path is None:
         found = find_config(base)
@@ -169,7 +163,6 @@ def _key_lines(node: yaml.Node | None, path: Path) -> dict[str, int]:
 
 
 def _expand(value: Any, path: Path, key: str, line: int | None) -> Any:
-    """Every string inside `value` expanded (`settings.interpolate`)."""
     if isinstance(value, list):
         return [_expand(item, path, key, line) for item in value]
     if not isinstance(value, str):
@@ -194,8 +187,7 @@ def _expand(value: Any, path: Path, key: str, line: int | None) -> Any:
 
 
 def _convert(key: str, value: Any, path: Path, line: int | None) -> Any:
-    """`value` of `key` as the run reads it; ConfigError names the file, key, line and,
-    where one is close, the value meant."""
+    """`value` of `key` as the run reads it; ConfigError names the file, key and line."""
     convert = _CONVERTERS.get(key)
     if convert is not None:
         return convert(key, value, path, line)

@@ -49,8 +49,7 @@ def malformed(text: str) -> str | None:
 
 
 def expand(text: str, environ: Mapping[str, str]) -> str:
-    """`text` with its references taken from `environ` and ``$$`` as ``$``; UnsetVariable
-    or MalformedReference when one cannot be."""
+    """`text` with references from `environ`, ``$$`` as ``$``; UnsetVariable, MalformedReference."""
 
     def substitute(match: re.Match[str]) -> str:
         if match[0] == "$$":

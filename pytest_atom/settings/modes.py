@@ -15,21 +15,19 @@ from pytest_atom.extensions import declared
 RecordMode = Literal["none", "once", "new_episodes", "all", "refresh"]
 RECORD_MODES: tuple[RecordMode, ...] = ("none", "once", "new_episodes", "all", "refresh")
 
-#: A match mode's name: one the ``pytest_atom.match_modes`` entry-point group declares
-#: (read from the installed metadata without importing a mode).
+#: A match mode's name: one the ``pytest_atom.match_modes`` entry-point group declares.
 MatchMode = str
 MATCH_MODES: tuple[MatchMode, ...] = tuple(p.name for p in declared("pytest_atom.match_modes"))
 DEFAULT_MATCH: MatchMode = "conversation"
 
-#: What answered the CLI in a run: a script, a cassette, the upstream while recording, a
-#: cassette replayed with this Claude Code (refresh), or one whose reflector is re-recorded;
-#: or nothing: the history store's passing outcome stood in for the run (cached).
+#: What answered the CLI in a run; ``cached``: nothing, the history store's passing outcome
+#: stood in for the run.
 SourceKind = Literal["scripted", "replay", "record", "refresh", "rejudge", "cached"]
 
 JudgeMode = Literal["recall", "rerun"]
 JUDGE_MODES: tuple[JudgeMode, ...] = ("recall", "rerun")
 
-#: How a spec's set-up result comes back from the user's cache: cloned or copied, or never
-#: cached. Never hard-linked: an attempt's write would reach the cache.
+#: How a set-up result comes back from the cache: cloned or copied (never hard-linked: an
+#: attempt's write would reach the cache), or never cached.
 SetupCacheMode = Literal["copy", "off"]
 SETUP_CACHE_MODES: tuple[SetupCacheMode, ...] = ("copy", "off")

@@ -40,8 +40,7 @@ from pytest_atom.settings.modes import (
 
 #: What a setting's value is: the front ends choose their option types from it.
 Kind = Literal["choice", "flag", "text", "number", "size", "names", "path", "paths", "tolerance"]
-#: Who may set it: the whole run only (the command line, the files), or also one test (its
-#: ``@pytest.mark.atom``, its `atom_settings` fixture).
+#: Who may set it: the whole run only, or also one test (its mark, `atom_settings`).
 Scope = Literal["run", "test"]
 
 #: pytest's configuration files, in the order pytest prefers them within one folder: the
@@ -58,8 +57,7 @@ INI_NAMES = (
 
 DEFAULT_KEEP_RUNS = 10
 #: Run folders of a project, all specs together (`keep_runs_size`): ten runs of a
-#: JavaScript project with its node_modules (185 MB each) fit; the newest run of each
-#: spec and a session's failures stay whatever the bound.
+#: JavaScript project with its node_modules (185 MB each) fit.
 DEFAULT_KEEP_RUNS_SIZE = 2 * 10**9
 #: The user's set-up cache (`setup_cache_size`), all projects together: a dozen or so
 #: virtualenvs or node_modules trees, each key's newest; the least recently used go first.
@@ -69,17 +67,12 @@ DEFAULT_SETUP_CACHE_SIZE = 5 * 10**9
 @dataclass(frozen=True)
 class Option:
     """One setting's row: how each front end and file spells it, how its value is checked,
-    who may set it and what it means.
-
-    A path given on a command line is taken from the folder the command ran in (pytest's
-    ``invocation_params.dir``, ``atom run``'s current folder); in a file (the ini file,
-    ``.atom/config.yaml``) from the project's root.
-    """
+    who may set it and what it means. A path is relative to the folder the command ran in,
+    or in a file to the project's root."""
 
     kind: Kind
     help: str
-    #: The default as the documentation states it; unset: the field's default as written
-    #: (`_shown`).
+    #: The default as the documentation states it; unset: the field's default (`_shown`).
     default: str = ""
     #: Raw value in, typed value out, ValueError with the fix; unset: its kind's
     #: (`_KIND_PARSERS`), or one made from its `choices`.
@@ -98,8 +91,8 @@ class Option:
     in_config: bool = True
     scope: Scope = "run"
     #: Can its value change an item's outcome? Then it is part of the outcome cache's input
-    #: digest (`outcome_cache.input_digest`). Yes unless a row says no: a setting nobody classified
-    #: must not let a stored pass stand for a run made another way.
+    #: digest. Yes unless a row says no: an unclassified setting must not let a stored pass
+    #: stand for a run made another way.
     outcome: bool = True
     #: What the ini file's help adds to "default for --atom-NAME".
     ini_note: str = ""
@@ -141,8 +134,7 @@ def setting(default: T, row: Option) -> T:
 
 
 def setting_made(factory: Callable[[], T], row: Option) -> T:
-    """`setting` for a mutable default, made afresh for each `RunSettings`; such a field
-    takes no part in the hash."""
+    """`setting` for a mutable default, made afresh for each `RunSettings` (not hashed)."""
     return field(default_factory=factory, hash=False, metadata={_ROW: row})
 
 
@@ -535,8 +527,7 @@ class RunSettings:
     )
 
     def with_seed(self) -> RunSettings:
-        """These settings with a seed: the one set, else a fresh one (which the front end
-        prints, so the run can be reproduced with it)."""
+        """These settings with a seed: the one set, else a fresh one (the front end prints)."""
         return self if self.seed is not None else replace(self, seed=secrets.randbelow(10**6))
 
     def runs_under(self, root: Path) -> Path:
@@ -601,8 +592,7 @@ PER_TEST = tuple(o.name for o in OPTIONS if o.scope == "test")
 INI_SETTINGS = tuple(o.name for o in OPTIONS if o.in_ini)
 CONFIG_SETTINGS = tuple(o.name for o in OPTIONS if o.in_config)
 #: The settings whose value can change an item's outcome (`Option.outcome`): the outcome
-#: cache's digest holds their values. The rest say where files go, how many stay, what is
-#: selected, reported or gated over repeats, and the seed (a fresh one each session).
+#: cache's digest holds their values.
 OUTCOME_SETTINGS = tuple(o.name for o in OPTIONS if o.outcome)
 #: The settings a command line sets (``--atom-NAME``, ``atom run --NAME``).
 COMMAND_LINE_SETTINGS = tuple(o.name for o in OPTIONS if o.command_line)

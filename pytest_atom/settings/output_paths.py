@@ -54,8 +54,7 @@ def _where(option: Option, flag: str, settings: RunSettings) -> str:
 
 
 def output_problem(path: Path, kind: Literal["dir", "file"]) -> str | None:
-    """Why `path` cannot be written as a `kind` (a folder the run fills, or one file);
-    None when it can."""
+    """Why `path` cannot be written as a `kind` (a folder, or one file); None when it can."""
     if kind == "dir" and path.exists() and not path.is_dir():
         return "is a file, not a folder: name a folder (it is created if missing)"
     if kind == "file" and path.is_dir():

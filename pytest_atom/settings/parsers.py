@@ -164,8 +164,7 @@ def size(value: Any) -> int:
 
 
 def spec_paths(value: Any) -> tuple[Path, ...]:
-    """Spec files or folders: a list, or one string of paths separated by spaces (the ini
-    style of pytest's `paths` options)."""
+    """Spec files or folders: a list, or one space-separated string (pytest's ini style)."""
     items = shlex.split(value) if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)) or not all(
         isinstance(i, (str, Path)) and str(i).strip() for i in items

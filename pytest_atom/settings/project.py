@@ -56,8 +56,7 @@ def find_project(
     start: Path | None = None, *, config_path: Path | None = None, rootdir: Path | None = None
 ) -> Project:
     """The project `start` (default: the current folder) belongs to, for every front end:
-    `config_path`'s (``atom run --config``), else `project_root`'s. ConfigError for a
-    config file that cannot be used."""
+    `config_path`'s (``atom run --config``), else `project_root`'s."""
     here = (start or Path.cwd()).resolve()
     if config_path is not None:
         config = load_config(config_path, cwd=here)

@@ -26,8 +26,7 @@ from pytest_atom.setup_cache.key import FORMAT, SetupKey, file_digest, walk
 
 _MANIFEST = "manifest.json"
 _TREE = "tree"
-#: A folder in its place: a CI cache step's, or a test's own (moving XDG_CACHE_HOME would
-#: move the Claude Code releases too).
+#: A folder in its place (a CI cache step's): XDG_CACHE_HOME holds Claude Code's releases too.
 ROOT_VARIABLE = "ATOM_SETUP_CACHE"
 
 
@@ -328,8 +327,7 @@ _CLONE_WORKS: dict[int, bool] = {}
 
 
 def _clone(src: str, dest: str) -> bool:
-    """A reflink of `src` at `dest`; False where the file system cannot (remembered per
-    device)."""
+    """A reflink of `src` at `dest`; False where the file system cannot (per device)."""
     device = os.stat(os.path.dirname(src)).st_dev
     if _CLONE_WORKS.get(device) is False:
         return False

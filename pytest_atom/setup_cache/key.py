@@ -1,5 +1,4 @@
-"""The key a set-up result is filed under: what decides it (the package's docstring lists
-it).
+"""The key a set-up result is filed under: what decides it (the package's docstring).
 
 The whole workspace tree is the default because a set-up may read any file of it (a build
 compiles the sources, not only the lock files): a key that hashes less restores an old build
@@ -116,8 +115,7 @@ def tree_digest(folder: Path) -> tuple[str, int]:
 
 
 def walk(folder: Path, *, git: bool = True) -> Iterator[tuple[str, os.stat_result]]:
-    """Each path under `folder` (posix, folder-relative) and its `lstat`, links not
-    followed; the top ``.git`` only if `git`."""
+    """Each path under `folder` (posix, relative) and its `lstat`; the top ``.git`` if `git`."""
     stack = [(str(folder), "")]
     while stack:
         here, prefix = stack.pop()
@@ -160,8 +158,7 @@ def toolchain(commands: Sequence[str], path: str) -> dict[str, str]:
 
 
 def key_env(env: Mapping[str, str], run_dir: Path) -> dict[str, str]:
-    """The environment's values but the run's own folders, the run folder's path as
-    ``<RUN_DIR>``."""
+    """The environment but the run's own folders, the run folder's path as ``<RUN_DIR>``."""
     forms = sorted({str(run_dir), str(run_dir.resolve())}, key=len, reverse=True)
     out = {}
     for name, value in sorted(env.items()):

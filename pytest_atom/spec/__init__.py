@@ -1,5 +1,4 @@
-"""What a spec is: a ``*.atom.yaml`` file's typed values, its schema and the rules a schema
-cannot state.
+"""What a spec is: a ``*.atom.yaml`` file's typed values, schema and the rules it cannot state.
 
 `types` holds the values (`Spec`, `Check`, ...); `document` reads the YAML keeping every
 node's line; `validation` turns schema errors into messages at the node; `confinement`,

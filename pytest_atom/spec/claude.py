@@ -114,8 +114,7 @@ def hook_entries(hooks: Mapping[str, Any]) -> Iterator[tuple[Loc, dict[str, Any]
 
 
 def unsandboxed_hooks(options: ClaudeOptions) -> list[tuple[str, str]]:
-    """The spec's hooks that run outside the run's sandbox, each as a description and its
-    reason."""
+    """The spec's hooks that run outside the run's sandbox: (description, reason)."""
     return [
         (f"hook {label(('claude', 'hooks', *where))} `{hook.get('command')}`", str(hook["reason"]))
         for where, hook in hook_entries(options.hooks or {})

@@ -18,8 +18,7 @@ from pytest_atom.spec.document import Document
 from pytest_atom.spec.types import Loc
 from pytest_atom.spec.validation import label
 
-#: What marks a project's root after a repository: pytest's ini files (the one list), or
-#: pytest-atom's own settings, the project `atom init` makes.
+#: What marks a project's root after a repository: pytest's ini files, or `.atom/`'s config.
 _ROOT_FILES = INI_NAMES
 _MARKS = (*_ROOT_FILES, f"{CONFIG_DIR}/{CONFIG_NAME}")
 

@@ -31,12 +31,8 @@ def reserved_env(name: str) -> bool:
 
 def expand_env(spec: Spec, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The spec's `env:` expanded from `environ` (default: the process's) by
-    `settings.interpolate`'s rules; EnvError for an unset ``${VAR}``.
-
-    A value drawn from a secret-looking variable (``${DB_PASSWORD}``) stays a secret: that
-    variable is in the caller's environment under its own name, which every `Scrubber`
-    reads, so the value is scrubbed wherever it lands.
-    """
+    `settings.interpolate`'s rules; EnvError for an unset ``${VAR}``. A value drawn from a
+    secret-looking variable stays a secret: every `Scrubber` reads the caller's environment."""
     source = os.environ if environ is None else environ
     out: dict[str, str] = {}
     for key, value in spec.env.items():

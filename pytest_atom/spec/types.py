@@ -32,8 +32,7 @@ class Check:
     kind: str
     params: Mapping[str, Any] = field(hash=False)
     line: int
-    #: The label its kind gave it (`CheckKind.describe`); a check made by hand, or of a
-    #: plugin's kind, has none.
+    #: The label its kind gave it (`CheckKind.describe`), if any.
     label: str | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
@@ -52,19 +51,14 @@ BARE_TOOLS: tuple[str, ...] = ("Bash", "Edit", "Read")
 
 @dataclass(frozen=True)
 class ClaudeOptions:
-    """Extra Claude Code CLI options; defaults mirror ``spec_schema.json``.
-
-    Grep and Glob are allowed by default because allowing them is what makes the CLI
-    offer them: its native builds leave them out unless they are asked for.
-    """
+    """Extra Claude Code CLI options; defaults mirror ``spec_schema.json``. Grep and Glob are
+    allowed by default: the CLI's native builds offer them only when asked for."""
 
     permission_mode: str = "acceptEdits"
     allowed_tools: tuple[str, ...] = ("Bash", "Edit", "Read", "Write", "Grep", "Glob")
     bare: bool = False
     args: tuple[str, ...] = ()
-    #: The configuration under test (`agents.claude_code.configuration`): CLAUDE.md's text
-    #: (and its file), skill, subagent and plugin paths (absolute), settings and hooks
-    #: (``--settings``) and MCP servers by name.
+    #: The configuration under test (`agents.claude_code.configuration`); paths absolute.
     claude_md: str | None = None
     claude_md_file: Path | None = None
     skills: tuple[Path, ...] = ()
@@ -100,8 +94,7 @@ class ReflectorOptions:
     model: str | None = None
     threshold_set: bool = False  # the spec set `threshold`: only then it beats atom_threshold
     votes: int = 1  # sessions per judgement, by majority per criterion (odd: no ties)
-    #: ``score``: the score passes above the threshold; ``criteria``: every criterion by its
-    #: own vote majority, as `claude plugin eval` passes each grader on its own.
+    #: ``score``: the score passes above the threshold; ``criteria``: each criterion's votes.
     gate: Literal["score", "criteria"] = "score"
 
     def threshold_or(self, default: float) -> float:
@@ -115,13 +108,10 @@ USER_MODEL = "haiku"
 
 @dataclass(frozen=True)
 class UserSpec:
-    """`user:`: who talks to the agent after the prompt (docs/reference/spec-format.md).
-
-    With `script` the user's turns are these messages and no model runs; else `model` plays
-    `persona` after `goal` in a session of its own. The conversation ends when the user says
-    it is done or after `max_turns` messages, the prompt included. `answers` answer the
-    agent's `AskUserQuestion` questions, in order, when no model plays the user.
-    """
+    """`user:`: who talks to the agent after the prompt (docs/reference/spec-format.md): its
+    `script` messages, else `model` playing `persona` after `goal`; done when it says so or
+    after `max_turns` messages, the prompt included. `answers` answer the agent's
+    `AskUserQuestion` questions, in order, when no model plays the user."""
 
     persona: str = ""
     goal: str = ""
@@ -138,11 +128,8 @@ class UserSpec:
 @dataclass(frozen=True)
 class CalibrationFloor:
     """What a criterion written as a mapping (`{text, min_kappa, min_samples}`) asks of the
-    judge's calibration (`atom calibrate`) before its verdict may fail a run: Cohen's κ
-    against the human labels at least `min_kappa`, on at least `min_samples` samples; below
-    it, stale or missing, the verdict is advisory (judge.trust). None: `min_kappa` from
-    ``--atom-require-calibration`` (unset: any κ), `min_samples` `DEFAULT_MIN_SAMPLES`.
-    """
+    judge's calibration before its verdict may fail a run (judge.trust). None: `min_kappa`
+    from ``--atom-require-calibration`` (unset: any κ), `min_samples` `DEFAULT_MIN_SAMPLES`."""
 
     min_kappa: float | None = None
     min_samples: int | None = None
@@ -228,8 +215,7 @@ class Spec:
     workspace: Path | None = None
     workspace_ref: str | None = None  # the git commit whose tree is copied
     workspace_exclude: tuple[str, ...] = ()
-    #: `include:` globs: pytest-atom's own files (specs, scripts, cassettes, `.atom/`) the
-    #: workspace copy keeps.
+    #: `include:` globs: pytest-atom's own files the workspace copy keeps.
     include: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()  # commands run in the attempt folder before the agent
     #: The workspace files (globs) set-up reads, which key its cache (none: the whole
@@ -251,7 +237,7 @@ class Spec:
     xfail: str | None = None
     cassette: Path | None = None
     #: The command that records `cassette` (``{mode}``: the record mode) when it is not
-    #: ``pytest --atom`` (a calibration's is `atom calibrate`): every "record it with" hint.
+    #: ``pytest --atom``: every "record it with" hint.
     record_with: str | None = None
     model: str | None = None
     claude: ClaudeOptions = ClaudeOptions()
@@ -264,20 +250,17 @@ class Spec:
     reflector: ReflectorOptions = ReflectorOptions()
     snapshot: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()  # project tools on the agent's PATH
-    #: The spec's own `limits:` (the top-level `timeout` folded in); the project's
-    #: defaults fill the rest when it runs.
+    #: The spec's own `limits:` (`timeout` folded in); the project's fill the rest.
     limits: Limits = field(default_factory=Limits)
     baseline_tolerance: Mapping[str, float | None] = field(default_factory=dict, hash=False)
     steps: tuple[Step, ...] = ()  # then `prompt` lists the steps' prompts, for reports
     session: str = "continue"  # with steps: one conversation ("continue") or one per step
     max_rollbacks: int = 2
     user: UserSpec | None = None
-    #: Planner mode: a planner session turns it into the steps; until then `steps` is empty
-    #: and `prompt` is the request.
+    #: Planner mode: a planner turns it into the steps; until then `prompt` is the request.
     request: str | None = None
     plan_accept: PlanAccept | None = None
-    #: Which arm of its spec this is (then `name` is ``<spec name>[<arm>]``), and whether
-    #: the others are compared with it.
+    #: Which arm of its spec this is (``<spec name>[<arm>]``), and whether others compare to it.
     arm: str | None = None
     arm_reference: bool = False
     #: The case this spec was rendered for (then `name` is ``<spec name>[<case id>]``,
@@ -286,8 +269,7 @@ class Spec:
     case_vars: Mapping[str, Any] = field(default_factory=dict, hash=False)
     #: A case's criteria as the spec file writes them, unrendered (empty: `criteria`).
     criteria_written: tuple[str, ...] = ()
-    #: How many runs the spec gets, and how many must pass (pass^k); None: the run's
-    #: settings decide (a suite fills in `repeats`: `with_repeats`).
+    #: How many runs the spec gets, and how many must pass; None: the run's settings decide.
     repeats: int | None = None
     pass_at_least: int | None = None
     trigger: Trigger | None = None  # a trigger suite's prompt: the component it measures
@@ -318,9 +300,7 @@ class Spec:
     def with_limits(self, config: AtomConfig | None) -> Spec:
         """This spec as it runs in its project (`config`): its own limits over the
         project's, per key, and the project's `pass_env:` in front of its own. The timeout
-        is the spec's, else the project's ``limits.timeout``, else 600 s; `Spec.timeout`
-        carries it too, so every report names the timeout that applied.
-        """
+        (the spec's, the project's, else 600 s) goes to `Spec.timeout` too, for reports."""
         limits = self.limits.over(config.limits if config is not None else Limits())
         timeout = limits.timeout if limits.timeout is not None else self.timeout
         passed = tuple(dict.fromkeys([*(config.pass_env if config else ()), *self.pass_env]))

@@ -68,8 +68,7 @@ def _workspace_path(entry: Any) -> str | None:
 
 def is_spec_workspace(directory: Path, root: Path) -> bool:
     """Whether `directory` (absolute) is a spec's fixture workspace, as declared by the
-    specs of its parent folders up to `root` (pytest's rootdir); with no spec file above,
-    one cached scandir per parent folder."""
+    specs of its parent folders up to `root` (pytest's rootdir)."""
     parent = directory.parent
     folders = [parent]
     if root in parent.parents:

@@ -1,5 +1,4 @@
-"""The spec loader: a ``*.atom.yaml`` file read, validated and built into `pytest_atom.spec`'s
-typed values.
+"""The spec loader: a ``*.atom.yaml`` file read, validated and built into `spec`'s values.
 
 `load` is the one entry point (`load_spec`, `load_specs`, `parse_specs`): it reads the
 document, expands its cases (`pytest_atom.datasets`) and arms, and validates each spec against

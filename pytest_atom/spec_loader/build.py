@@ -220,9 +220,8 @@ def _agent(doc: Document, loc: Loc, m: dict[str, Any]) -> AgentChoice | None:
     return AgentChoice(kind, value)
 
 
-#: The most characters a prompt (`prompt:`, a step's, a `request:`) may hold: about 250,000
-#: tokens, more than a Claude model's 200,000-token context window, so a longer prompt can
-#: never be answered; refused when the spec loads, not as the agent's failure.
+#: The most characters a prompt may hold: about 250,000 tokens, more than a 200,000-token
+#: context window, so a longer prompt is refused when the spec loads.
 PROMPT_LIMIT = 1_000_000
 
 

@@ -27,12 +27,9 @@ from pytest_atom.spec_loader.build import build_spec, check_schemas, trigger_kin
 
 
 def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = ()) -> list[Spec]:
-    """Every spec of one file, in file order; raises SpecError on the first problem found
-    (all of a document's schema errors at once: the first, with the others in its `more`).
-
-    ``check_kinds`` names check kinds registered by plugins: an ``accept`` entry of such a
-    kind holds a mapping (its params as is) or a scalar ``x`` (``{"value": x}``).
-    """
+    """Every spec of one file, in file order; SpecError on the first problem (all of a
+    document's schema errors at once, the others in its `more`). ``check_kinds``: plugins'
+    kinds, whose ``accept`` entry holds a mapping (its params) or a scalar ``x`` (``{"value": x}``)."""
     file = Path(path).resolve()
     try:
         text = file.read_text(encoding="utf-8")
@@ -123,8 +120,7 @@ def _cases(
         if "arms" in mapping:
             built = _arms(view, schema, loc, mapping, f"{name}[{case.id}]")
         else:
-            # The spec as written was validated: only its templated fields can have changed,
-            # and only where a constraint reads their text (`Recheck`).
+            # The spec as written was validated: only its templated fields can have changed.
             if rendered.recheck:
                 validate(case_view(doc, loc, templated_part(mapping)), schema)
             built = [build_spec(view, loc, mapping, f"{name}[{case.id}]")]
@@ -152,9 +148,8 @@ _LABELS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0
 
 def _triggers(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str) -> list[Spec]:
     """A trigger suite (`triggers:`, docs/how-to/triggers.md): one spec per prompt, whose
-    check sees the component fire (or stay silent, for a prompt labelled not to fire it).
-    One attempt of one iteration unless the spec says more: a trial is the agent's first
-    answer, never a retry."""
+    check sees the component fire (or stay silent); one attempt of one iteration unless the
+    spec says more, as a trial is the agent's first answer."""
     at = loc + ("triggers",)
     given = m["triggers"]
     if "cases" in m:

@@ -43,8 +43,7 @@ EXIT_INTERRUPTED = 130
 class Ending:
     """What a suite's exit status is decided from (`decide`)."""
 
-    #: The caller's own status before the gates: pytest's `session.exitstatus`, or the
-    #: worst run's `Outcome.exit_status` outside pytest.
+    #: The caller's own status before the gates (pytest's, or the worst run's).
     base: int
     #: Every spec run, as the summary shows them.
     rows: Sequence[SummaryRow] = ()

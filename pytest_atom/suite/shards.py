@@ -2,12 +2,10 @@
 
 pytest-split gives each job of a CI matrix its share of the specs, so each job's summary,
 baseline gate and HTML report see only that share. With ``--atom-report DIR`` a session
-also writes ``DIR/results.json`` (`SHARD_RESULTS`): the results file ``atom baseline
-save`` reads (node id, outcome and properties of every run, each repeat apart) plus each
-run's HTML view (`ReportFormat.view`, built where the spec ran: a later job has neither its
-run folder nor its workspace) and what failed outside a spec run. `combine` joins the
-shards' files into the rows one unsharded run would have had; ``atom results combine``
-gates, summarises and renders them as that run would have.
+also writes ``DIR/results.json`` (`SHARD_RESULTS`): every run's row, its HTML view (built
+where the spec ran: a later job has neither its run folder nor its workspace) and what
+failed outside a spec run. `combine` joins the shards' files into the rows one unsharded
+run would have had.
 """
 
 from __future__ import annotations
@@ -40,8 +38,7 @@ from pytest_atom.results.thresholds import RepeatGates
 
 #: A shard's results file, in its ``--atom-report`` folder.
 SHARD_RESULTS = "results.json"
-#: The report format whose views (`ReportFormat.view`) a results file keeps, as each run's
-#: ``view``: the HTML page's, which ``atom results combine`` renders.
+#: The report format whose views a results file keeps, which ``atom results combine`` renders.
 VIEWS_OF = "html"
 _REPEAT = re.compile(r"\[r(\d+)\]$")
 _BASELINE_PROPERTY = re.compile(r"^atom_baseline(_(?!tolerance$)\w+)?$")
@@ -67,8 +64,7 @@ def write_shard(
     other_failures: int,
     history: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write a session's shard results file (scrubbed); with `history`, the session's
-    history run and items (`atom history import` reads them)."""
+    """Write a session's shard results file (scrubbed), with `history` its history run."""
     extra: dict[str, Any] = {
         "failures": dict(sorted(failures.items())),
         "other_failures": other_failures,

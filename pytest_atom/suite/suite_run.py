@@ -11,10 +11,8 @@ The stages, in order:
 - history: `finish` records the session in the history store, once (a worker's items
   reach its controller in their reports, `history_item`).
 
-pytest owns its collection, its run loop and ``session.exitstatus``: its session plugin
-(`pytest_atom.pytest.session.AtomSession`) holds a `SuiteRun` and calls into it from its
-hooks, as pytest-xdist's `DSession` does. `atom run` launches the same pytest session:
-there is one runner, and no caller recomputes a gate or an exit status.
+pytest owns its collection, its run loop and ``session.exitstatus``; the session plugin
+holds a `SuiteRun` and calls into it from its hooks, as pytest-xdist's `DSession` does.
 """
 
 from __future__ import annotations
@@ -75,8 +73,7 @@ _Item = TypeVar("_Item")
 @dataclass(frozen=True)
 class Summary:
     """What a suite says when it ends, each part already worded: `pytest --atom`'s terminal
-    summary and `atom run` read the same one and add only layout and colour. A new line
-    under the table is a field here, filled in `SuiteRun.summary` and placed by both."""
+    summary and `atom run` read the same one and add only layout and colour."""
 
     table: list[str]  # one line per spec run, in collection order
     notes: list[str] = field(default_factory=list)  # each run's drift, warnings, limits
@@ -99,8 +96,7 @@ class Watcher(Protocol):
     """What a live view shows of each spec run as it happens (`atom run`'s progress)."""
 
     def started(self, spec: Spec, label: str) -> Callable[[AnyEvent], None] | None:
-        """A run of `spec` starts (`label`: its name, ``[rN]`` for a repeat); the callback
-        returned sees each of its events."""
+        """A run of `spec` starts (`label`: its name); the callback returned sees its events."""
 
     def not_run(self, reason: str) -> None:
         """The spending limit is reached: the run did not start."""
@@ -212,8 +208,7 @@ class SuiteRun:
         return self._history_run, [self.history_items[n][0] for n in order]
 
     def history_document(self) -> dict[str, Any] | None:
-        """The session's history run and items as JSON values, for a shard's results file
-        (`atom history import` reads it); None: no items."""
+        """The session's history run and items as JSON, for a shard's results; None: no items."""
         if not self.history_items:
             return None
         run, _ = self.history_run()
@@ -221,8 +216,7 @@ class SuiteRun:
         return {"run": run_to_dict(run), "items": items}
 
     def record_history(self) -> None:
-        """Record the session in the store `--atom-history` names, once; a store that cannot
-        be written leaves `history_error`."""
+        """Record the session in the `--atom-history` store, once (else `history_error`)."""
         if not self.history_items or self.history_recorded:
             return
         self.history_recorded = True
@@ -231,8 +225,7 @@ class SuiteRun:
         self.history_error = warning or ""
 
     def write_results(self) -> None:
-        """`last-run.json` (what ``atom baseline save`` reads); a failed write is a line
-        under the summary, not a traceback."""
+        """Write `last-run.json` (``atom baseline save`` reads it); a failure is a line."""
         path = results_file(self.harness.runs_dir)
         try:
             write_results(self.rows, path)
@@ -283,8 +276,7 @@ class SuiteRun:
         return self.regressed
 
     def summary(self, width: int | None) -> Summary:
-        """The lines under the table and the table (`width`: `summary_width`), in
-        collection order."""
+        """The table and the lines under it (`width`: `summary_width`), in collection order."""
         rows = self.rows
         rows.sort(key=lambda row: self.order.get(row.nodeid, len(self.order)))
         return Summary(
@@ -316,8 +308,7 @@ class SuiteRun:
         return said or f"spending limit reached ({option}); exit status {EXIT_SPENDING_LIMIT}"
 
     def history_view(self) -> HistoryView | None:
-        """The HTML report's history: this session against the store's previous run, and
-        each spec's trend (None when no item ran)."""
+        """The HTML report's history: against the store's previous run, and each trend."""
         if not self.history_items:
             return None
         from pytest_atom.history.view import history_view
@@ -328,8 +319,7 @@ class SuiteRun:
     # --- exit status ---------------------------------------------------------------------
 
     def exit_status(self, base: int, *, compare: bool = True) -> int:
-        """The suite's exit status over pytest's `base`. `compare`: gate on the baseline
-        (an xdist worker leaves it to its controller)."""
+        """The suite's exit status over pytest's `base`; `compare`: gate on the baseline."""
         regressed = compare and self.compare()
         return decide(
             Ending(

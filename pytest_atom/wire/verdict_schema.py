@@ -33,9 +33,8 @@ VERDICT_SCHEMA: dict[str, Any] = {
         "flaky": {"type": "array", "items": {"type": "string"}},
     },
 }
-#: A step's verdict (multi-step specs) may also name the earlier step whose committed work
-#: is wrong: ``decision: rollback, target: <step id>``. Kept apart so a single-prompt spec
-#: offers the judge the schema without it.
+#: A step's verdict may also answer ``decision: rollback, target: <step id>``; kept apart
+#: so a single-prompt spec offers the judge the schema without it.
 STEP_VERDICT_SCHEMA: dict[str, Any] = {
     **VERDICT_SCHEMA,
     "properties": {**VERDICT_SCHEMA["properties"], "target": {"type": "string"}},

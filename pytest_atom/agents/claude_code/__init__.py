@@ -1,5 +1,4 @@
-"""Claude Code as an agent: the pinned CLI and its releases, its runner, configuration and
-sandbox.
+"""Claude Code as an agent: the pinned CLI and its releases, runner, configuration, sandbox.
 
 - `cli`: the pinned version, where a release is installed (`atom setup`) and found.
 - `bisect`: `atom bisect`, the first release that changes how a spec's cassette replays,

@@ -1,11 +1,9 @@
 """`atom bisect`: the first Claude Code release that changes how a spec's cassette replays.
 
 A cassette pins the model's side of a session, so what a new Claude Code release changes
-shows when the cassette is replayed with it: another outcome or another sequence of tool
-calls. npm's list of releases (through the user's own npm configuration, as `atom setup`
-installs) names the candidates between a good release and a bad one; a binary search
-replays the spec with as few as it can, installing each it needs into the per-user cache
-as `atom setup --version` does. Running a replay is the caller's (`ReplaySpec`).
+shows when the cassette is replayed with it. npm's list of releases names the candidates
+between a good release and a bad one; a binary search replays with as few as it can,
+installing each as `atom setup --version` does. Running a replay is the caller's.
 
 As with `git bisect`, the answer is a pair of neighbours: the last release that replays as
 the good one does and the first that does not. Replays never record and accept a cassette
@@ -39,8 +37,7 @@ _RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 
 @dataclass(frozen=True)
 class ItemReplay:
-    """One spec item replayed with one release: what bisect compares (`behaviour`) and what
-    explains it."""
+    """One spec item replayed with one release: what bisect compares (`behaviour`) and why."""
 
     name: str
     outcome: str  # passed, failed, error, upstream error, xfailed or xpassed
@@ -81,8 +78,7 @@ class ItemChange:
 
     @property
     def first_call_difference(self) -> int | None:
-        """The 0-based index of the first tool call that differs (one sequence ending early
-        counts); None when both call the same tools."""
+        """The index of the first tool call that differs; None when both call the same tools."""
         if self.calls_before == self.calls_after:
             return None
         pairs = zip(self.calls_before, self.calls_after, strict=False)
@@ -303,8 +299,8 @@ def changes_between(good: Replay, other: Replay) -> tuple[ItemChange, ...]:
 
 
 def release_binary(version: str, watcher: Watcher | None = None) -> tuple[Path, bool]:
-    """The `claude` of release `version` (from the per-user cache, else installed there now)
-    and whether it was installed now."""
+    """The `claude` of release `version` (installed into the cache if missing), and whether
+    it was installed now."""
     binary = cached_claude(version)
     if binary.exists():
         return binary, False

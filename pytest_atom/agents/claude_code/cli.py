@@ -18,9 +18,8 @@ from pytest_atom.paths import npm_install_command, user_cache
 
 CLAUDE_CODE_VERSION = "2.1.337"
 NPM_PACKAGE = "@anthropic-ai/claude-code"
-#: The Node.js major version the pinned CLI's package asks for (`npm view
-#: @anthropic-ai/claude-code@2.1.330 engines`: node >=22.0.0). npm only warns (EBADENGINE)
-#: below it, and the CLI runs on Node 20 too, so `atom doctor` warns, never fails.
+#: The Node.js major version the pinned CLI's package asks for (node >=22.0.0). npm only
+#: warns below it, and the CLI runs on Node 20 too, so `atom doctor` warns, never fails.
 NODE_MAJOR_NEEDED = 22
 
 
@@ -39,11 +38,8 @@ def install_command(version: str = CLAUDE_CODE_VERSION) -> list[str]:
 
 
 def find_claude() -> Path:
-    """Locate `claude`: ``$ATOM_CLAUDE_BIN``, then the pinned per-user install, then ``PATH``.
-
-    The pinned install comes before PATH so that a newer global CLI does not silently
-    change the requests a cassette was recorded with.
-    """
+    """Locate `claude`: ``$ATOM_CLAUDE_BIN``, then the pinned per-user install (so a newer
+    global CLI does not silently change a cassette's requests), then ``PATH``."""
     return find_pinned(
         "ATOM_CLAUDE_BIN",
         cached_claude(),
@@ -73,8 +69,7 @@ def find_pinned(
 
 
 def npm_version(binary: Path, package: str) -> str | None:
-    """The version in the package.json beside an npm install's `binary` of `package`
-    (None: not one), read in microseconds."""
+    """The version in the package.json beside an npm install's `binary` of `package`."""
     manifest = Path(binary).resolve().parent.parent / "package.json"
     try:
         data = json.loads(manifest.read_text(encoding="utf-8"))

@@ -51,14 +51,12 @@ class McpTape(Protocol):
 #: A server's command line put into the run's sandbox (agents.claude_code.srt).
 Wrap = Callable[[list[str]], list[str]]
 PLUGINS_DIR = "claude-plugins"
-#: What a plugin folder may hold that is pytest-atom's, not the plugin's: an eval suite's
-#: `.atom/` (scripts and cassettes, see pytest_atom.evalsuite.suites).
+#: What a plugin folder may hold that is pytest-atom's, not the plugin's (an eval suite's).
 NOT_THE_PLUGINS = (*CACHE_DIRS, ".atom")
 
 
 def eval_dir_name(plugin: Path) -> str:
-    """The folder of the plugin's `claude plugin eval` suite: its manifest's
-    ``experimental.evals``, else ``evals``."""
+    """The plugin's eval suite folder: its manifest's ``experimental.evals``, else ``evals``."""
     for manifest in (plugin / ".claude-plugin" / "plugin.json", plugin / "plugin.json"):
         try:
             data = json.loads(manifest.read_text(encoding="utf-8"))
@@ -92,8 +90,7 @@ def install(options: ClaudeOptions, cwd: Path) -> None:
             if target.is_dir():
                 shutil.rmtree(target)
             target.parent.mkdir(parents=True, exist_ok=True)
-            # Links inside the project are followed, one out of it refused, and no device,
-            # FIFO or socket is ever opened (files.copy_tree).
+            # Links out of the project refused, no device, FIFO or socket opened (copy_tree).
             if source.is_dir():
                 copy_tree(source, target, copy_ignore, follow_within=project_root(source))
             else:
@@ -115,8 +112,7 @@ def settings(options: ClaudeOptions, wrap: Wrap | None = None) -> dict[str, Any]
     Claude Code runs a hook outside its Bash sandbox, in the caller's process namespace, and
     a hook may run a script the agent wrote. With `wrap` (the run's sandbox) each command
     hook runs inside it; one marked ``unsandboxed: true`` (with its ``reason:``) runs as
-    written. Both keys are pytest-atom's and never reach the CLI.
-    """
+    written. Both keys are pytest-atom's and never reach the CLI."""
     data: dict[str, Any] = copy.deepcopy(dict(options.settings or {}))
     if options.hooks:
         data["hooks"] = confined_hooks(options.hooks, wrap)
@@ -153,8 +149,7 @@ def mcp_server_entry(
     Without a `tape` (a scripted run) the server runs as configured; recording, behind the
     recording proxy; replaying, a stand-in answering from the cassette takes its place. A
     server that is not stdio has no command to wrap. `wrap` puts a server that runs for
-    real in the run's sandbox: inside the recording proxy, which writes the tape outside it.
-    """
+    real in the run's sandbox: inside the recording proxy, which writes the tape outside it."""
     built = copy.deepcopy(dict(entry))
     if built.get("type", "stdio") != "stdio" or "command" not in built:
         return built
@@ -285,8 +280,7 @@ def config_hashes(options: ClaudeOptions) -> dict[str, str]:
     return found
 
 
-#: The workspace's own Claude Code configuration: what the CLI reads from the attempt folder
-#: besides what the spec's `claude:` installs.
+#: The workspace's own Claude Code configuration, besides what the spec's `claude:` installs.
 WORKSPACE_CONFIG = (".claude", "CLAUDE.md", ".mcp.json")
 
 

@@ -34,9 +34,8 @@ from pytest_atom.environment import TOOLCHAIN_ROOTS
 
 #: The first Claude Code measured to re-open folders inside a denied one (2.1.197 is not).
 GUARDED_SINCE = (2, 1, 331)
-#: Folders of the system, readable by every sandboxed command: a fixed list (missing ones
-#: are harmless), so the request reads the same on every machine; /tmp, /home, /root and
-#: the rest stay closed.
+#: Folders of the system, readable by every sandboxed command: a fixed list, so the request
+#: reads the same on every machine; /tmp, /home, /root and the rest stay closed.
 SYSTEM_FOLDERS: tuple[str, ...] = (
     "/usr",
     "/bin",
@@ -95,8 +94,7 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
     so do the folders a Python environment among them imports from (`_installed_elsewhere`;
     of one that holds the run folder, only its packages). A candidate that would re-open the
     home or a folder holding one of `protected` falls back to the entry alone, or is left
-    out when even that would.
-    """
+    out when even that would."""
     readable = _Readable(Path(os.path.normpath(home)), protected)
     add = readable.add
     roots = [add(e, True) for e in env.get("PATH", "").split(os.pathsep) if e]
@@ -108,9 +106,8 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
     for root in roots:
         for folder in _installed_elsewhere(root) if root is not None else ():
             if any(_within(c, folder) for c in readable.closed):
-                # A flat-layout editable install of the project that holds the run folder
-                # (pytest-atom's own checkout, `pip install -e .`): its packages, not the
-                # project, as a src layout's `src/` would be.
+                # A flat-layout editable install of the project that holds the run folder:
+                # its packages, not the project, as a src layout's `src/` would be.
                 for package in _packages(folder):
                     add(str(package), False)
             else:
@@ -119,8 +116,7 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
 
 
 class _Readable:
-    """The folders `toolchains` makes readable, in order: none holds the home or a
-    `protected` folder."""
+    """The folders `toolchains` makes readable: none holds the home or a `protected` one."""
 
     def __init__(self, home: Path, protected: Sequence[Path]) -> None:
         self.home = home
@@ -129,8 +125,7 @@ class _Readable:
         self.found: dict[Path, None] = {}
 
     def add(self, entry: str, rooted: bool) -> Path | None:
-        """`entry`, or its toolchain's root when `rooted`: the first candidate that holds
-        nothing closed, or None."""
+        """`entry` or, `rooted`, its toolchain's root: the first that holds nothing closed."""
         path = Path(os.path.normpath(entry))
         if not path.is_absolute() or any(_within(path, s) for s in _SYSTEM_PATHS):
             return None

@@ -63,8 +63,7 @@ def claude_env(
     The rest is built from parts (pytest_atom.environment, with `base`, default ours, as the
     caller's), with HOME an empty ``home/`` beside `config_dir` and TMPDIR ``tmp/`` beside
     it: the CLI writes its logs and caches there, and names the same paths in its requests
-    on every machine.
-    """
+    on every machine."""
     env = build_env(config_dir.parent / "home", pass_env, caller=base)
     env.update(_QUIET_ENV)
     env["ANTHROPIC_BASE_URL"] = base_url
@@ -76,12 +75,9 @@ def claude_env(
 
 
 class ClaudeRunner:
-    """Claude Code as an `Agent`: runs `claude -p` in a conversation folder, for one role.
-
-    The harness builds it only through `pytest_atom.run.factory`; constructing one from its
-    parts is the legacy API. It never passes ``--dangerously-skip-permissions``, which the
-    CLI refuses as root (CI): tools are granted with a permission mode and an allow-list.
-    """
+    """Claude Code as an `Agent`: runs `claude -p` in a conversation folder, for one role;
+    built by `pytest_atom.run.factory`. It never passes ``--dangerously-skip-permissions``,
+    which the CLI refuses as root (CI): tools are granted by permission mode and allow-list."""
 
     loops = True
 

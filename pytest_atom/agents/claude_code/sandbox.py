@@ -89,8 +89,7 @@ class Wraps(Protocol):
     def wrap(self, argv: Sequence[str]) -> list[str]: ...
 
 
-#: The sandbox for a process of the run in a folder, with an environment (the run's
-#: `agents.claude_code.srt.process_sandbox`); None where the spec turned it off.
+#: The sandbox for a process of the run (`srt.process_sandbox`); None where turned off.
 ProcessSandboxes = Callable[["Confinement", Path, Mapping[str, str], Sequence[Path]], Wraps | None]
 
 
@@ -103,12 +102,10 @@ class Confinement:
     #: Where the spec's MCP servers are recorded or replayed from; None: they run as configured.
     mcp: McpTape | None = None
     #: The sandbox MCP servers the CLI starts run in: Claude Code runs them outside its own
-    #: sandbox, and the agent may have written them (a workspace's .mcp.json, a server's
-    #: script); None: they run as configured.
+    #: sandbox, and the agent may have written them; None: they run as configured.
     servers: ProcessSandboxes | None = None
-    #: Without a sandbox, still keep the file tools (Read, Grep, Glob) in the session's
-    #: folder: the reflector and the planner read an attempt the agent wrote, where a link
-    #: may lead to the caller's home (Claude Code refuses a read that resolves outside).
+    #: Without a sandbox, still keep the file tools in the session's folder: the reflector
+    #: and the planner read an attempt the agent wrote, where a link may lead anywhere.
     file_tools_inside: bool = False
 
     def prepare(
@@ -121,13 +118,9 @@ class Confinement:
         cli_version: str | None = None,
     ) -> list[str]:
         """CLI arguments for a session in `cwd`; writes the settings file and the git marker,
-        and installs the spec's Claude Code configuration (`config`); `env` and
-        `cli_version` as `settings` takes them.
-
-        The settings go to a file in the run folder rather than inline: the CLI names the
-        file in its system prompt, and a run path is normalized, where an inline JSON's
-        name is its hash.
-        """
+        and installs the spec's Claude Code configuration (`config`). The settings go to a
+        file, not inline: the CLI names it in its system prompt, and a run path is normalized
+        where an inline JSON's name is its hash."""
         config = config or ClaudeOptions()
         self.boundary.mkdir(parents=True, exist_ok=True)
         (self.boundary / ".git").mkdir(exist_ok=True)
@@ -209,11 +202,8 @@ class Confinement:
         cli_version: str | None = None,
     ) -> dict[str, Any]:
         """The ``--settings`` JSON: memory files above `cwd` excluded, the sandbox if any.
-
-        Sandboxed commands run without asking only when the spec allows Bash. With the
-        sandbox, and a CLI that takes it, the agent reads only what `readguard` allows;
-        `env` is the CLI's environment, whose toolchains stay readable.
-        """
+        Sandboxed commands run without asking only when the spec allows Bash; the agent
+        reads only what `readguard` allows (`env`'s toolchains stay readable)."""
         data: dict[str, Any] = {"claudeMdExcludes": _memory_excludes(cwd)}
         if self.file_tools_inside and readguard.guards_reads(cli_version):
             data["permissions"] = {"blockReadsOutsideWorkingDirectories": True}
@@ -234,11 +224,9 @@ class Confinement:
                 tmp = Path((env if env is not None else os.environ).get("TMPDIR") or "/tmp")
                 if self.sandbox.network:
                     # The sandbox's proxy is reached through sockets in the CLI's temp
-                    # folder, named afresh each session: a spec that allows a domain keeps
-                    # that folder readable (the read guard is narrower without network).
+                    # folder, named afresh each session: readable when a domain is allowed.
                     readable += list(dict.fromkeys([tmp, tmp.resolve()]))
-                # A deep run's temp folder is a short one in /tmp, the run's own; after the
-                # run folder, as whether a run is deep is a detail of the machine.
+                # A deep run's short temp folder in /tmp, after the run folder (machine detail).
                 short = tmpdir_for(self.boundary / "tmp")
                 own = [short] if tmp == short != self.boundary / "tmp" else []
                 guard = readguard.read_settings(
@@ -299,8 +287,7 @@ def refuse_workspace_hooks(cwd: Path, plugins: Sequence[Path] = ()) -> None:
 
     Claude Code runs those hooks itself, outside the run's sandbox, and reads them afresh at
     each start: nothing the harness passes can confine them. The spec's ``claude: hooks:``
-    runs each hook confined, so that is where they go.
-    """
+    runs each hook confined, so that is where they go."""
     for rel in WORKSPACE_SETTINGS:
         path = cwd / rel
         try:
@@ -345,11 +332,8 @@ def _frontmatter_hooks(path: Path) -> bool:
 
 
 def _memory_excludes(cwd: Path) -> list[str]:
-    """claudeMdExcludes patterns for the memory files of every folder above `cwd`.
-
-    The CLI matches them with picomatch, where a glob character in a folder name cannot be
-    escaped; it becomes ``?``, which matches it (and, harmlessly, any other character).
-    """
+    """claudeMdExcludes patterns for the memory files of every folder above `cwd`. The CLI
+    matches them with picomatch, where a glob character cannot be escaped: it becomes ``?``."""
     folders: list[Path] = []
     for start in dict.fromkeys((cwd, cwd.resolve())):
         folders += [p for p in start.parents if p != Path(p.anchor)]

@@ -28,8 +28,7 @@ from pytest_atom.results.record import IterationRecord
 from pytest_atom.spec.types import ClaudeOptions
 from pytest_atom.wire.roles import Role
 
-#: Who answers the agent's ``AskUserQuestion``: the tool's input to its ``answers`` (each
-#: question's text to the answer), None when nobody answers it.
+#: Who answers the agent's ``AskUserQuestion``: its input to its ``answers``, or None.
 Answerer = Callable[[Mapping[str, Any]], Mapping[str, str] | None]
 
 
@@ -43,8 +42,7 @@ class AgentSession:
     """The parts of one agent's sessions: built once, read by every agent that runs them.
 
     `env` None runs the CLI in the caller's own environment; `confinement` None runs it as
-    it comes, with whatever settings it finds; `budget` is shared by every call of a run.
-    """
+    it comes, with whatever settings it finds; `budget` is shared by every call of a run."""
 
     binary: Path
     env: Mapping[str, str] | None = None
@@ -53,9 +51,8 @@ class AgentSession:
     on_event: OnEvent | None = None
     confinement: Confinement | None = None
     budget: Budget | None = None
-    #: A conversation's user, who answers the agent's questions: with one, each call takes
-    #: its message as stream-json and the CLI asks the harness for AskUserQuestion's answers
-    #: (docs/explanation/how-a-spec-runs.md, "Conversations").
+    #: A conversation's user: each call then takes its message as stream-json and the CLI
+    #: asks the harness for AskUserQuestion's answers (docs/explanation/how-a-spec-runs.md).
     answer: Answerer | None = None
     #: Whose sessions these are (`run.factory.role_session` marks their requests so).
     role: Role = "executor"
@@ -95,11 +92,8 @@ class AgentSession:
         return ["--resume", session_id] if exists and use_context else ["--session-id", session_id]
 
     def move_session(self, session_id: str, conversation_dir: Path) -> None:
-        """Make a session resumable from another folder (a new attempt's copy of the work).
-
-        The CLI resumes a session only from the folder it was filed under
-        (``projects/<cli_slug of the cwd>``): a copy of the transcript there continues it.
-        """
+        """Make a session resumable from another folder: the CLI resumes one only from the
+        folder it was filed under (``projects/<cli_slug of the cwd>``)."""
         config = self.config_dir
         target = config / "projects" / cli_slug(conversation_dir.resolve())
         # Every folder the session went through holds a copy; the newest is the conversation.
@@ -116,8 +110,7 @@ class AgentSession:
         parsed = parse_line(line)
         if not parsed:
             return False
-        # One call per line into each package, not one per event: the record (and through
-        # it the meter and the budget) takes the line's events, then `on_event` hears them.
+        # One call per line, not per event: the record and budget, then `on_event`.
         crossed = record.apply_all(parsed, self.budget)
         if self.on_event:
             for event in parsed:

@@ -108,8 +108,7 @@ def process_sandbox(
 ) -> ProcessSandbox | None:
     """The sandbox for a process of the run in `cwd` with environment `env`; None when the
     spec turned the sandbox off. `readable`: more paths it may read (an MCP server's
-    script, which the spec names). SandboxUnavailableError when srt cannot run here.
-    """
+    script, which the spec names). SandboxUnavailableError when srt cannot run here."""
     if confinement.sandbox is None:
         return None
     binary = require_srt()
@@ -162,8 +161,7 @@ def _readable(readable: Sequence[str], writable: Sequence[str]) -> list[str]:
 
     srt 0.0.83 binds a folder re-opened inside a denied one read-only after the writable
     folders in it, so the attempt folder would end up read-only ("bwrap: Can't create file
-    at …/.gitconfig"); a writable path is readable anyway.
-    """
+    at …/.gitconfig"); a writable path is readable anyway."""
     system = set(readguard.SYSTEM_FOLDERS)
     targets = [Path(w) for w in writable]
     out: list[str] = []

@@ -13,8 +13,7 @@ from pytest_atom.wire.request import CONVERSATION_KINDS, Kind
 
 
 class StrictMatcher(Matcher):
-    """A recorded request matches a live one when their normalized bodies are equal, byte
-    for byte."""
+    """A recorded request matches a live one when their normalized bodies are equal."""
 
     name: ClassVar[MatchMode] = "strict"
     exact: ClassVar[bool] = True

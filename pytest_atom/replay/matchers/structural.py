@@ -12,8 +12,7 @@ from pytest_atom.wire.request import CONVERSATION_KINDS, Kind
 
 
 class StructuralMatcher(Matcher):
-    """A recorded request matches a live one when their kinds and conversations are equal,
-    tool results aside."""
+    """A recorded request matches when kinds and conversations are equal, tool results aside."""
 
     name: ClassVar[MatchMode] = "structural"
     exact: ClassVar[bool] = False
@@ -25,8 +24,7 @@ class StructuralMatcher(Matcher):
         return compared_turns(body, blank_results=True)
 
     def results_differ(self, kind: Kind, live: Any, recorded: Any) -> bool:
-        """Whether the match passed over differing tool results: their conversations, tool
-        results included, differ."""
+        """Whether the match passed over differing tool results."""
         return kind in CONVERSATION_KINDS and conversation_key(kind, live) != conversation_key(
             kind, recorded
         )
