@@ -48,7 +48,7 @@ def test_the_cli_runner_and_an_sdk_app_read_one_session(tmp_path: Path) -> None:
         "session_id": SESSION,  # no transcript yet: a new pinned session
     }
     assert request["cli_args"] == ["--foo"]
-    command = runner.command(runner.session_args(SESSION, True), cwd)
+    command = runner.command(runner.session.session_args(SESSION, True), cwd)
     assert command[-3:] == ["--session-id", SESSION, "--foo"]
 
 

@@ -66,10 +66,10 @@ def converse(folder: Path, claude_bin: Path) -> None:
             patch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
             env = claude_env(gateway.url, config)
             runner = ClaudeRunner(env=env, claude_bin=claude_bin, on_event=events.append)
-            before = runner.session_args(SESSION, True)
+            before = runner.session.session_args(SESSION, True)
             first = runner.run(PROMPT, work, session_id=SESSION, timeout=60)
             first_events = list(events)
-            after = runner.session_args(SESSION, True)
+            after = runner.session.session_args(SESSION, True)
             second = runner.run("two", work, session_id=SESSION, timeout=60)
         requests = [e.request.json for e in gateway.exchanges if e.request.kind == "turn"]
     finally:

@@ -128,9 +128,6 @@ class ClaudeRunner:
             cmd += ["--input-format", "stream-json", "--permission-prompt-tool", "stdio"]
         return cmd + session_args + list(options.args)
 
-    def session_args(self, session_id: str | None, use_context: bool) -> list[str]:
-        return self.session.session_args(session_id, use_context)
-
     def continue_session(self, session_id: str, conversation_dir: Path) -> None:
         self.session.move_session(session_id, conversation_dir)
 
@@ -143,7 +140,7 @@ class ClaudeRunner:
         use_context: bool = True,
         timeout: float | None = None,
     ) -> IterationRecord:
-        cmd = self.command(self.session_args(session_id, use_context), conversation_dir)
+        cmd = self.command(self.session.session_args(session_id, use_context), conversation_dir)
         started = time.perf_counter()
         with spawn(
             cmd,
